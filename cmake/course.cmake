@@ -1,0 +1,120 @@
+# course_add_lab(): the one call that declares a day's lab.
+#
+#   course_add_lab(d02_coalescing
+#     TITLE     "Coalescing and 16-byte vectorized access"
+#     EXERCISES CoalescedCopy VectorType VectorizedCopy GeluVectorized ...   # test suites, in order
+#     [PROGRAMS device_query.cu ...]   # small programs built against both variants
+#     [CUDA_FLAGS ...]                 # extra nvcc flags for kernel.cu (both variants)
+#     [TIMEOUT seconds])
+#
+# For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
+#   dNN_lab_kernel / dNN_solution_kernel      the two kernel.cu (the student's / the reference)
+#   dNN_lab_tests  / dNN_solution_tests       test_dNN.cu linked against each
+#   dNN_lab_bench  / dNN_solution_bench       bench_dNN.cu linked against each
+# test_dNN.cu and bench_dNN.cu are compiled once, as host C++ (they include only lab.h and
+# the harness), and linked twice, so what grades a student is exactly what grades the solution.
+# Every GoogleTest case becomes its own ctest test (one process each, with a timeout), named
+# dNN.lab.Suite.Case / dNN.solution.Suite.Case and labelled dNN, lab|solution and gpu.
+
+define_property(GLOBAL PROPERTY COURSE_MANIFEST_LINES
+  BRIEF_DOCS "One line per lab for the course tool" FULL_DOCS "see course_write_manifest")
+
+# Where the student's kernel.cu for <name> comes from: the submission folder if one is set
+# and holds it, else the starter in labs/.
+function(course_lab_source name out_var)
+  set(source ${PROJECT_SOURCE_DIR}/labs/${name}/kernel.cu)
+  if(COURSE_SUBMISSION_DIR)
+    set(found "")
+    foreach(candidate ${COURSE_SUBMISSION_DIR}/labs/${name}/kernel.cu
+                      ${COURSE_SUBMISSION_DIR}/${name}/kernel.cu)
+      if(EXISTS ${candidate} AND found STREQUAL "")
+        set(found ${candidate})
+      endif()
+    endforeach()
+    if(found STREQUAL "")
+      message(WARNING "course: the submission in ${COURSE_SUBMISSION_DIR} has no ${name}/kernel.cu;"
+                      " grading ${name} against the untouched starter")
+    else()
+      set(source ${found})
+    endif()
+  endif()
+  set(${out_var} ${source} PARENT_SCOPE)
+endfunction()
+
+function(course_add_lab name)
+  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT" "EXERCISES;PROGRAMS;CUDA_FLAGS" ${ARGN})
+  string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
+  if(NOT day)
+    message(FATAL_ERROR "course_add_lab: '${name}' must start with dNN_")
+  endif()
+  if(NOT LAB_TIMEOUT)
+    set(LAB_TIMEOUT ${COURSE_TEST_TIMEOUT})
+  endif()
+  set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${name})
+  set(solution_dir ${PROJECT_SOURCE_DIR}/solutions/${name})
+  course_lab_source(${name} lab_source)
+
+  # The host-side tests and benchmark: compiled once.
+  foreach(kind test bench)
+    set(src ${lab_dir}/${kind}_${day}.cu)
+    set_source_files_properties(${src} PROPERTIES LANGUAGE CXX)
+    add_library(${day}_${kind}_obj OBJECT ${src})
+    target_include_directories(${day}_${kind}_obj PRIVATE ${lab_dir})
+    target_link_libraries(${day}_${kind}_obj PRIVATE course_harness)
+  endforeach()
+  target_link_libraries(${day}_test_obj PRIVATE GTest::gtest)
+  target_link_libraries(${day}_bench_obj PRIVATE benchmark::benchmark)
+
+  foreach(variant lab solution)
+    if(variant STREQUAL "lab")
+      set(kernel_source ${lab_source})
+    else()
+      set(kernel_source ${solution_dir}/kernel.cu)
+    endif()
+    set(kernel ${day}_${variant}_kernel)
+    add_library(${kernel} STATIC ${kernel_source})
+    target_include_directories(${kernel} PUBLIC ${lab_dir})
+    target_link_libraries(${kernel} PUBLIC course_harness)
+    target_compile_options(${kernel} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:${COURSE_CUDA_FLAGS} ${LAB_CUDA_FLAGS}>)
+    set_target_properties(${kernel} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF
+                                               POSITION_INDEPENDENT_CODE ON)
+
+    add_executable(${day}_${variant}_tests $<TARGET_OBJECTS:${day}_test_obj>)
+    target_link_libraries(${day}_${variant}_tests PRIVATE ${kernel} course_test_main GTest::gtest)
+    gtest_discover_tests(${day}_${variant}_tests
+      TEST_PREFIX "${day}.${variant}."
+      DISCOVERY_MODE PRE_TEST
+      DISCOVERY_TIMEOUT 30
+      PROPERTIES LABELS "${day};${variant};gpu" TIMEOUT ${LAB_TIMEOUT})
+
+    add_executable(${day}_${variant}_bench $<TARGET_OBJECTS:${day}_bench_obj>)
+    target_link_libraries(${day}_${variant}_bench PRIVATE ${kernel} course_bench_main
+                                                          benchmark::benchmark)
+
+    foreach(program ${LAB_PROGRAMS})
+      get_filename_component(program_name ${program} NAME_WE)
+      add_executable(${day}_${variant}_${program_name} ${lab_dir}/${program})
+      target_link_libraries(${day}_${variant}_${program_name} PRIVATE ${kernel})
+    endforeach()
+  endforeach()
+
+  add_custom_target(${day} DEPENDS ${day}_lab_tests ${day}_solution_tests
+                                   ${day}_lab_bench ${day}_solution_bench)
+  add_custom_target(${day}_lab DEPENDS ${day}_lab_tests ${day}_lab_bench)
+
+  string(REPLACE ";" "," exercises "${LAB_EXERCISES}")
+  set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST_LINES
+    "${day}\t${name}\t${LAB_TITLE}\t${exercises}\t${lab_source}")
+endfunction()
+
+# The course tool reads build/course_manifest.tsv to learn the days: one line per lab,
+# day <TAB> name <TAB> title <TAB> exercises (comma-separated test suites) <TAB> student source.
+function(course_write_manifest)
+  get_property(lines GLOBAL PROPERTY COURSE_MANIFEST_LINES)
+  set(text "# day\tname\ttitle\texercises\tlab_source\n")
+  foreach(line IN LISTS lines)
+    string(APPEND text "${line}\n")
+  endforeach()
+  file(WRITE ${CMAKE_BINARY_DIR}/course_manifest.tsv "${text}")
+endfunction()

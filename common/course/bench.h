@@ -1,0 +1,85 @@
+// Honest GPU timing for Google Benchmark.
+//
+// A kernel launch returns before the kernel runs, so a host clock around it measures the
+// launch, not the work. course::bench::measure() times each iteration with CUDA events
+// recorded on the stream around the work, after a warm-up and with the L2 cache flushed
+// before every iteration (otherwise a tensor that fits in L2 is timed at cache speed, not
+// DRAM speed). It hands each iteration's time to Google Benchmark (manual time) and adds
+// counters computed from the MEDIAN iteration, which a stray slow iteration cannot move:
+//   median_us   the median time of one iteration, in microseconds
+//   GB/s        traffic.bytes / median time (1e9 bytes per second)
+//   %copy       GB/s as a percentage of this GPU's measured copy ceiling (device.h)
+//   TFLOP/s     traffic.flops / median time, when flops are given
+//   spread_%    (p90 - p10) / median: how noisy the measurement was
+// Register every GPU benchmark through course::bench::configure(), which sets manual time.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "course/buffer.h"
+#include "course/compare.h"
+
+namespace course::bench {
+
+// The fewest bytes the operation must move through DRAM (each input read once, each output
+// written once) and the floating-point operations it must do.
+struct Traffic {
+  double bytes = 0.0;
+  double flops = 0.0;
+};
+
+// Writes a buffer twice the size of the L2 so that nothing of the previous iteration stays cached.
+class L2Flusher {
+ public:
+  L2Flusher();
+  void flush(cudaStream_t stream = nullptr);
+
+ private:
+  DeviceBuffer<char> scratch_;
+};
+
+// Times `work` (which enqueues GPU work on `stream`) for as many iterations as Google
+// Benchmark asks, and sets the counters above.
+void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
+             cudaStream_t stream = nullptr);
+
+// Mark the benchmark whose figure is the day's headline (the GPU check script's table).
+inline void mark_key(benchmark::State& state) { state.counters["key"] = 1; }
+
+// Manual time, microseconds, enough repetitions for a stable median, short enough to run
+// the whole course's benchmarks in a few minutes.
+void configure(benchmark::internal::Benchmark* b);
+
+// Benchmarks time only correct kernels: when `check` failed, the benchmark is reported as an
+// error ("output does not match the reference: ...") instead of a speed.
+bool verified(benchmark::State& state, const Comparison& check);
+
+// Sample up to `samples` evenly spaced elements of a large output and compare them with the
+// reference computed only at those indices: a full float64 reference of a 256 MiB tensor
+// would take longer than the benchmark.
+template <class T, class RefAt>
+Comparison compare_sampled(const std::vector<T>& got, RefAt&& ref_at, std::size_t samples = 1 << 16) {
+  const std::size_t n = got.size();
+  const std::size_t step = n > samples ? n / samples : 1;
+  std::vector<T> picked;
+  std::vector<double> ref;
+  for (std::size_t i = 0; i < n; i += step) {
+    picked.push_back(got[i]);
+    ref.push_back(ref_at(i));
+  }
+  if (n > 0 && (n - 1) % step != 0) {  // always include the last element: the tail
+    picked.push_back(got[n - 1]);
+    ref.push_back(ref_at(n - 1));
+  }
+  CompareOptions options;
+  options.what = "sampled output";
+  return compare(picked, ref, options);
+}
+
+}  // namespace course::bench

@@ -1,0 +1,38 @@
+// What the GPU is, and what it can do: the facts later days size their kernels by, and the
+// measured ceilings the benchmarks report against ("% of what this GPU can do").
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace course {
+
+// True when a CUDA device is usable; otherwise *why says why not (no driver, no device...).
+bool gpu_available(std::string* why = nullptr);
+
+struct DeviceFacts {
+  std::string name;
+  int device = 0;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int warp_size = 0;
+  int max_threads_per_block = 0;
+  int max_threads_per_sm = 0;
+  int regs_per_sm = 0;
+  std::size_t smem_per_block = 0;        // without opting in
+  std::size_t smem_per_block_optin = 0;  // after cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
+  std::size_t smem_per_sm = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t global_mem_bytes = 0;
+  int memory_bus_bits = 0;
+};
+
+// Read once per process (cudaGetDeviceProperties is slow).
+const DeviceFacts& device_facts(int device = 0);
+std::string describe(const DeviceFacts& facts);
+
+// The copy ceiling: bytes read + bytes written per second of a large device-to-device
+// cudaMemcpy (median of several), in GB/s (1e9 bytes). Measured once per process.
+double measured_copy_bandwidth_gbs();
+
+}  // namespace course

@@ -1,0 +1,98 @@
+#include "course/device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "course/buffer.h"
+#include "course/check.h"
+
+namespace course {
+
+bool gpu_available(std::string* why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(err) + ")";
+    cudaGetLastError();  // clear the error so later calls start clean
+    return false;
+  }
+  if (count == 0) {
+    if (why) *why = "no CUDA device found";
+    return false;
+  }
+  return true;
+}
+
+const DeviceFacts& device_facts(int device) {
+  static std::once_flag once;
+  static DeviceFacts facts;
+  std::call_once(once, [device] {
+    cudaDeviceProp p{};
+    COURSE_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    facts.name = p.name;
+    facts.device = device;
+    facts.cc_major = p.major;
+    facts.cc_minor = p.minor;
+    facts.sm_count = p.multiProcessorCount;
+    facts.warp_size = p.warpSize;
+    facts.max_threads_per_block = p.maxThreadsPerBlock;
+    facts.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+    facts.regs_per_sm = p.regsPerMultiprocessor;
+    facts.smem_per_block = p.sharedMemPerBlock;
+    facts.smem_per_block_optin = p.sharedMemPerBlockOptin;
+    facts.smem_per_sm = p.sharedMemPerMultiprocessor;
+    facts.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+    facts.global_mem_bytes = p.totalGlobalMem;
+    facts.memory_bus_bits = p.memoryBusWidth;
+  });
+  return facts;
+}
+
+std::string describe(const DeviceFacts& f) {
+  std::ostringstream s;
+  s << f.name << " (sm_" << f.cc_major << f.cc_minor << "): " << f.sm_count << " SMs, warp "
+    << f.warp_size << ", L2 " << f.l2_bytes / (1024 * 1024) << " MiB, shared memory "
+    << f.smem_per_block / 1024 << " KiB/block (" << f.smem_per_block_optin / 1024
+    << " KiB opt-in), " << f.smem_per_sm / 1024 << " KiB/SM, "
+    << f.global_mem_bytes / (1024 * 1024 * 1024) << " GiB global memory";
+  return s.str();
+}
+
+double measured_copy_bandwidth_gbs() {
+  static std::once_flag once;
+  static double gbs = 0.0;
+  std::call_once(once, [] {
+    // Large enough that the L2 is no help (and each copy takes ~0.3 ms on an H100), small
+    // enough for any GPU the course runs on.
+    std::size_t free_bytes = 0, total_bytes = 0;
+    COURSE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t bytes = std::min<std::size_t>(std::size_t{512} << 20, free_bytes / 4);
+    DeviceBuffer<char> src(bytes), dst(bytes);
+    COURSE_CUDA_CHECK(cudaMemset(src.data(), 1, bytes));
+    cudaEvent_t start, stop;
+    COURSE_CUDA_CHECK(cudaEventCreate(&start));
+    COURSE_CUDA_CHECK(cudaEventCreate(&stop));
+    std::vector<float> ms;
+    for (int i = 0; i < 23; ++i) {
+      COURSE_CUDA_CHECK(cudaEventRecord(start));
+      COURSE_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice));
+      COURSE_CUDA_CHECK(cudaEventRecord(stop));
+      COURSE_CUDA_CHECK(cudaEventSynchronize(stop));
+      float t = 0;
+      COURSE_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+      if (i >= 3) ms.push_back(t);  // the first copies warm up clocks and TLBs
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    gbs = 2.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
+  });
+  return gbs;
+}
+
+}  // namespace course
