@@ -86,6 +86,7 @@ function(course_add_lab name)
       TEST_PREFIX "${day}.${variant}."
       DISCOVERY_MODE PRE_TEST
       DISCOVERY_TIMEOUT 30
+      NO_PRETTY_VALUES
       PROPERTIES LABELS "${day};${variant};gpu" TIMEOUT ${LAB_TIMEOUT})
 
     add_executable(${day}_${variant}_bench $<TARGET_OBJECTS:${day}_bench_obj>)

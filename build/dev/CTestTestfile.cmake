@@ -5,5 +5,6 @@
 # This file includes the relevant testing commands required for 
 # testing this directory and lists subdirectories to be tested as well.
 subdirs("common")
+subdirs("labs/d01_first_kernels")
 subdirs("tools")
 subdirs("tests")
