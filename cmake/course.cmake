@@ -104,6 +104,9 @@ function(course_add_lab name)
                                    ${day}_lab_bench ${day}_solution_bench)
   add_custom_target(${day}_lab DEPENDS ${day}_lab_tests ${day}_lab_bench)
 
+  # No solution kernel may use local memory (spilled registers or arrays indexed at run time).
+  course_add_sass_check(${name} no_local_memory FORBID "LDL|STL")
+
   string(REPLACE ";" "," exercises "${LAB_EXERCISES}")
   set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST_LINES
     "${day}\t${name}\t${LAB_TITLE}\t${exercises}\t${lab_source}")
@@ -118,4 +121,39 @@ function(course_write_manifest)
     string(APPEND text "${line}\n")
   endforeach()
   file(WRITE ${CMAKE_BINARY_DIR}/course_manifest.tsv "${text}")
+endfunction()
+
+# course_add_sass_check(<lab> <check_name> [KERNEL regex] [REQUIRE regex...] [FORBID regex...])
+# A host test (label: host, sass, <day>) that disassembles the SOLUTION's kernel library and
+# checks its instructions on every architecture it was compiled for; see tools/sass_check.py.
+# Example: course_add_sass_check(d02_coalescing vectorized_copy KERNEL "copy_2_vectorized"
+#                                REQUIRE "LDG\\.E\\.128" "STG\\.E\\.128")
+find_package(Python3 COMPONENTS Interpreter)
+get_filename_component(course_cuda_bin ${CMAKE_CUDA_COMPILER} DIRECTORY)
+# cuobjdump and nvdisasm: the toolkit's own, else the ones scripts/setup.sh puts in .tools/.
+find_program(COURSE_CUOBJDUMP cuobjdump
+             HINTS ${course_cuda_bin} ${PROJECT_SOURCE_DIR}/.tools/cuda/nvidia/cu13/bin)
+if(NOT COURSE_CUOBJDUMP)
+  message(STATUS "course: cuobjdump not found: the SASS checks will report as skipped")
+  set(COURSE_CUOBJDUMP "")
+endif()
+function(course_add_sass_check lab check_name)
+  cmake_parse_arguments(CHECK "" "KERNEL" "REQUIRE;FORBID" ${ARGN})
+  string(REGEX MATCH "^d[0-9][0-9]" day "${lab}")
+  if(NOT CHECK_KERNEL)
+    set(CHECK_KERNEL ".*")
+  endif()
+  set(args --kernel "${CHECK_KERNEL}")
+  foreach(pattern ${CHECK_REQUIRE})
+    list(APPEND args --require "${pattern}")
+  endforeach()
+  foreach(pattern ${CHECK_FORBID})
+    list(APPEND args --forbid "${pattern}")
+  endforeach()
+  add_test(NAME ${day}.solution.sass.${check_name}
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/sass_check.py
+                   $<TARGET_FILE:${day}_solution_kernel> ${args}
+                   "--cuobjdump=${COURSE_CUOBJDUMP}")
+  set_tests_properties(${day}.solution.sass.${check_name} PROPERTIES
+                       LABELS "${day};solution;host;sass" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endfunction()
