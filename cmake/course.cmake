@@ -5,6 +5,7 @@
 #     EXERCISES CoalescedCopy VectorType VectorizedCopy GeluVectorized ...   # test suites, in order
 #     [PROGRAMS device_query.cu ...]   # small programs built against both variants
 #     [CUDA_FLAGS ...]                 # extra nvcc flags for kernel.cu (both variants)
+#     [SERIAL_SUITES Timing ...]       # suites whose tests must have the GPU to themselves
 #     [TIMEOUT seconds])
 #
 # For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
@@ -42,7 +43,7 @@ function(course_lab_source name out_var)
 endfunction()
 
 function(course_add_lab name)
-  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT" "EXERCISES;PROGRAMS;CUDA_FLAGS" ${ARGN})
+  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT" "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES" ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
   if(NOT day)
     message(FATAL_ERROR "course_add_lab: '${name}' must start with dNN_")
@@ -82,11 +83,26 @@ function(course_add_lab name)
 
     add_executable(${day}_${variant}_tests $<TARGET_OBJECTS:${day}_test_obj>)
     target_link_libraries(${day}_${variant}_tests PRIVATE ${kernel} course_test_main GTest::gtest)
+    # Suites that time things (SERIAL_SUITES) run alone: another test sharing the GPU would
+    # slow them down. Everything else may run in parallel.
+    set(serial_filter "")
+    foreach(suite ${LAB_SERIAL_SUITES})
+      list(APPEND serial_filter "${suite}.*" "*/${suite}.*")
+    endforeach()
+    string(REPLACE ";" ":" serial_filter "${serial_filter}")
+    set(parallel_filter "*")
+    if(serial_filter)
+      set(parallel_filter "-${serial_filter}")
+      gtest_discover_tests(${day}_${variant}_tests
+        TEST_PREFIX "${day}.${variant}."
+        TEST_FILTER "${serial_filter}"
+        DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 30 NO_PRETTY_VALUES
+        PROPERTIES LABELS "${day};${variant};gpu" TIMEOUT ${LAB_TIMEOUT} RUN_SERIAL TRUE)
+    endif()
     gtest_discover_tests(${day}_${variant}_tests
       TEST_PREFIX "${day}.${variant}."
-      DISCOVERY_MODE PRE_TEST
-      DISCOVERY_TIMEOUT 30
-      NO_PRETTY_VALUES
+      TEST_FILTER "${parallel_filter}"
+      DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 30 NO_PRETTY_VALUES
       PROPERTIES LABELS "${day};${variant};gpu" TIMEOUT ${LAB_TIMEOUT})
 
     add_executable(${day}_${variant}_bench $<TARGET_OBJECTS:${day}_bench_obj>)
