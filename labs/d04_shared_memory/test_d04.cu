@@ -1,0 +1,377 @@
+// Day 4 tests. Each suite is one exercise of README.md; each test runs in its own process.
+//
+//   TransposeN...            the kernel against the float64 reference, for every shape and
+//                            dtype: every element in its place, nothing written past the end
+//   TransposeN...Layout      (3, 4, 5) the tile layout against a model of the 32 shared-memory
+//                            banks: the warp's row writes and column reads of the lesson must be
+//                            conflict-free. Pure host code: these run without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "course/buffer.h"
+#include "course/dtype.h"
+#include "course/random.h"
+#include "course/reference/transpose.h"
+#include "course/testing.h"
+#include "lab.h"
+
+namespace {
+
+using course::bfloat16;
+using course::DeviceBuffer;
+using course::half;
+
+// A transpose computes nothing, it only moves values: every element must arrive bit for bit,
+// so the comparison allows no error at all (not the dtype's rounding tolerance).
+constexpr course::Tolerance kExact{0.0, 0.0};
+
+// Elements after the end of the output that must keep their poison.
+constexpr std::size_t kGuard = 64;
+
+enum class DType { kFloat32, kFloat16, kBFloat16 };
+
+std::string dtype_name(DType d) {
+  switch (d) {
+    case DType::kFloat32: return course::DType<float>::name;
+    case DType::kFloat16: return course::DType<half>::name;
+    case DType::kBFloat16: return course::DType<bfloat16>::name;
+  }
+  return "?";
+}
+
+// One variant of lab.h, for each element type.
+template <class T>
+using Launcher = void (*)(const T*, T*, std::int64_t, std::int64_t);
+
+struct Variant {
+  const char* name;
+  const char* todo;
+  Launcher<float> f32;
+  Launcher<half> f16;
+  Launcher<bfloat16> bf16;
+};
+
+const Variant kNaive{"transpose_1_naive", "TODO d04.1", &d04::transpose_1_naive<float>,
+                     &d04::transpose_1_naive<half>, &d04::transpose_1_naive<bfloat16>};
+const Variant kSmem{"transpose_2_smem", "TODO d04.2", &d04::transpose_2_smem<float>,
+                    &d04::transpose_2_smem<half>, &d04::transpose_2_smem<bfloat16>};
+const Variant kPadded{"transpose_3_padded", "TODO d04.3", &d04::transpose_3_padded<float>,
+                      &d04::transpose_3_padded<half>, &d04::transpose_3_padded<bfloat16>};
+const Variant kSwizzled{"transpose_4_swizzled", "TODO d04.4", &d04::transpose_4_swizzled<float>,
+                        &d04::transpose_4_swizzled<half>, &d04::transpose_4_swizzled<bfloat16>};
+const Variant kVectorized{"transpose_5_vectorized", "TODO d04.5",
+                          &d04::transpose_5_vectorized<float>, &d04::transpose_5_vectorized<half>,
+                          &d04::transpose_5_vectorized<bfloat16>};
+
+struct Shape {
+  DType dtype;
+  std::int64_t rows, cols;
+};
+
+// How GoogleTest prints the parameters (instead of their bytes).
+void PrintTo(DType d, std::ostream* os) { *os << dtype_name(d); }
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << dtype_name(s.dtype) << " [" << s.rows << ", " << s.cols << "]";
+}
+
+// Sides of 1, primes, sides that are not multiples of the 32-wide tile or of variant 5's
+// 64-row tile and 4- or 8-element vectors, and a few that are.
+std::vector<Shape> shapes() {
+  const std::pair<std::int64_t, std::int64_t> sides[] = {
+      {1, 1},     {1, 777},  {777, 1},   {32, 32},  {33, 65},
+      {65, 33},   {136, 200}, {1000, 999}, {4097, 31}, {31, 4097}};
+  std::vector<Shape> out;
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+    for (const auto& [rows, cols] : sides) out.push_back({d, rows, cols});
+  return out;
+}
+
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  return dtype_name(info.param.dtype) + "_" + std::to_string(info.param.rows) + "x" +
+         std::to_string(info.param.cols);
+}
+
+// Runs one launcher on a random [rows, cols] matrix and checks the [cols, rows] result against
+// the reference, and that nothing after the output was written. `offset` shifts both pointers
+// by that many elements (1: not 16-byte aligned).
+template <class T>
+void expect_transpose(Launcher<T> launch, const Variant& v, std::int64_t rows, std::int64_t cols,
+                      std::size_t offset = 0) {
+  const auto n = static_cast<std::size_t>(rows * cols);
+  const auto host_in = course::random_uniform<T>(n, course::seed_for(1));
+  DeviceBuffer<T> in(offset + n), out(offset + n + kGuard);
+  in.upload(host_in, offset);
+  out.poison();
+  launch(in.data() + offset, out.data() + offset, rows, cols);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<T> all = out.download();
+  const std::vector<T> got(all.begin() + static_cast<std::ptrdiff_t>(offset),
+                           all.begin() + static_cast<std::ptrdiff_t>(offset + n));
+
+  course::CompareOptions options;
+  options.tolerance = kExact;
+  options.cols = rows;  // the output is [cols, rows]: positions are reported as [row, col] of it
+  options.what = std::string("the [") + std::to_string(cols) + ", " + std::to_string(rows) +
+                 "] output of " + v.name + " (" + v.todo + ")";
+  COURSE_EXPECT_MATCH(got, course::reference::transpose(course::as_doubles(host_in),
+                                                        static_cast<std::size_t>(rows),
+                                                        static_cast<std::size_t>(cols)),
+                      options);
+
+  for (std::size_t k = 0; k < kGuard; ++k)
+    if (!course::DType<T>::is_poison(all[offset + n + k])) {
+      ADD_FAILURE() << v.name << " wrote " << k << " elements past the end of the " << n
+                    << "-element output (out[" << n + k << "] changed): a store is missing its "
+                    << "bounds test, or tests the output row against rows instead of cols";
+      break;
+    }
+  for (std::size_t k = 0; k < offset; ++k)
+    EXPECT_TRUE(course::DType<T>::is_poison(all[k]))
+        << v.name << " wrote before the start of the output (out[-" << offset - k << "])";
+}
+
+void expect_transpose(const Variant& v, const Shape& s, std::size_t offset = 0) {
+  switch (s.dtype) {
+    case DType::kFloat32: return expect_transpose(v.f32, v, s.rows, s.cols, offset);
+    case DType::kFloat16: return expect_transpose(v.f16, v, s.rows, s.cols, offset);
+    case DType::kBFloat16: return expect_transpose(v.bf16, v, s.rows, s.cols, offset);
+  }
+}
+
+class TransposeTest : public course::GpuTest, public ::testing::WithParamInterface<Shape> {};
+
+// ---------------------------------------------------------------- Exercise 1: naive
+class Transpose1Naive : public TransposeTest {};
+TEST_P(Transpose1Naive, MovesEveryElementToItsTransposedPlace) { expect_transpose(kNaive, GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Shapes, Transpose1Naive, ::testing::ValuesIn(shapes()), shape_name);
+
+// ---------------------------------------------------------------- Exercise 2: shared memory
+class Transpose2Smem : public TransposeTest {};
+TEST_P(Transpose2Smem, MovesEveryElementToItsTransposedPlace) { expect_transpose(kSmem, GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Shapes, Transpose2Smem, ::testing::ValuesIn(shapes()), shape_name);
+
+// ---------------------------------------------------------------- Exercise 3: padded
+class Transpose3Padded : public TransposeTest {};
+TEST_P(Transpose3Padded, MovesEveryElementToItsTransposedPlace) { expect_transpose(kPadded, GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Shapes, Transpose3Padded, ::testing::ValuesIn(shapes()), shape_name);
+
+// ---------------------------------------------------------------- Exercise 4: swizzled
+class Transpose4Swizzled : public TransposeTest {};
+TEST_P(Transpose4Swizzled, MovesEveryElementToItsTransposedPlace) { expect_transpose(kSwizzled, GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Shapes, Transpose4Swizzled, ::testing::ValuesIn(shapes()), shape_name);
+
+// ---------------------------------------------------------------- Exercise 5: vectorized
+class Transpose5Vectorized : public TransposeTest {};
+TEST_P(Transpose5Vectorized, MovesEveryElementToItsTransposedPlace) { expect_transpose(kVectorized, GetParam()); }
+// in + 1 and out + 1 are not 16-byte aligned: the kernel must take its element-by-element path.
+TEST_P(Transpose5Vectorized, HandlesPointersNotAlignedTo16Bytes) { expect_transpose(kVectorized, GetParam(), 1); }
+INSTANTIATE_TEST_SUITE_P(Shapes, Transpose5Vectorized, ::testing::ValuesIn(shapes()), shape_name);
+
+// ================================================================ The bank model (lesson §5)
+// Shared memory has 32 banks of 4 bytes: byte address a is in bank (a / 4) % 32, and each bank
+// delivers one 4-byte word per wavefront. A warp's access is served in phases: all 32 lanes
+// together for accesses of up to 4 bytes, 16 lanes at a time for 8 bytes, 8 lanes at a time for
+// 16 bytes (so one phase moves at most 128 bytes). A phase takes as many wavefronts as the most
+// DIFFERENT words one bank must deliver; lanes that read the same word share it (broadcast).
+struct Wavefronts {
+  int count = 0;    // wavefronts the access takes
+  int ideal = 0;    // its number of phases: the count without conflicts
+  std::string why;  // the worst bank of the worst phase, in words
+};
+
+Wavefronts wavefronts(const std::vector<std::int64_t>& lane_bytes, int access_bytes) {
+  constexpr int kBankCount = 32, kWordBytes = 4;
+  const std::size_t lanes_per_phase = access_bytes <= kWordBytes ? 32 : 128 / access_bytes;
+  Wavefronts w;
+  int worst_phase = 0;
+  for (std::size_t first = 0; first < lane_bytes.size(); first += lanes_per_phase) {
+    std::map<std::int64_t, std::set<std::int64_t>> words_of_bank;
+    std::map<std::int64_t, std::set<std::size_t>> lanes_of_bank;
+    for (std::size_t lane = first; lane < first + lanes_per_phase && lane < lane_bytes.size(); ++lane)
+      for (std::int64_t word = lane_bytes[lane] / kWordBytes;
+           word <= (lane_bytes[lane] + access_bytes - 1) / kWordBytes; ++word) {
+        words_of_bank[word % kBankCount].insert(word);
+        lanes_of_bank[word % kBankCount].insert(lane);
+      }
+    std::int64_t worst_bank = 0;
+    int most = 0;
+    for (const auto& [bank, words] : words_of_bank)
+      if (static_cast<int>(words.size()) > most) {
+        most = static_cast<int>(words.size());
+        worst_bank = bank;
+      }
+    w.count += most;
+    ++w.ideal;
+    if (most > worst_phase) {
+      worst_phase = most;
+      std::ostringstream s;
+      const std::set<std::size_t>& lanes = lanes_of_bank[worst_bank];
+      s << "bank " << worst_bank << " must deliver " << most << " different words, to lanes";
+      std::size_t shown = 0;
+      for (auto it = lanes.begin(); it != lanes.end() && shown < 8; ++it, ++shown) s << " " << *it;
+      if (lanes.size() > shown) s << " and " << lanes.size() - shown << " more";
+      w.why = s.str();
+    }
+  }
+  return w;
+}
+
+// Checks a tile layout: every element has its own place, the footprint is as expected, and the
+// given warp accesses (each a list of 32 (row, col) elements, or fewer lanes for 16-byte accesses
+// that name the first element of each lane's chunk) are conflict-free.
+using TileIndex = int (*)(int, int);
+struct WarpAccess {
+  std::string what;
+  std::vector<std::pair<int, int>> lanes;  // (row, col) of the tile, per lane
+  int access_bytes;
+};
+
+void expect_layout(TileIndex index, const char* name, const char* todo, int rows, int cols,
+                   int elem_bytes, int max_footprint, const std::vector<WarpAccess>& accesses) {
+  std::set<int> seen;
+  int footprint = 0;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const int i = index(r, c);
+      ASSERT_GE(i, 0) << name << "(" << r << ", " << c << ") = " << i << ": negative index";
+      ASSERT_TRUE(seen.insert(i).second)
+          << name << " puts two elements of the tile at index " << i << " (one is (" << r << ", "
+          << c << ")): each element needs its own place, or one overwrites the other";
+      footprint = std::max(footprint, i + 1);
+    }
+  EXPECT_LE(footprint, max_footprint)
+      << name << " spreads the " << rows << " x " << cols << " tile over " << footprint
+      << " elements of shared memory; this variant needs at most " << max_footprint;
+  int failures = 0;
+  for (const WarpAccess& a : accesses) {
+    // A wide access moves a lane's elements as one: they must sit side by side, aligned.
+    if (a.access_bytes > elem_bytes)
+      for (const auto& [r, c] : a.lanes) {
+        ASSERT_EQ(std::int64_t{index(r, c)} * elem_bytes % a.access_bytes, 0)
+            << name << "(" << r << ", " << c << ") is not " << a.access_bytes
+            << "-byte aligned: " << a.what << " needs it to be";
+        for (int e = 1; e < a.access_bytes / elem_bytes; ++e)
+          ASSERT_EQ(index(r, c + e), index(r, c) + e)
+              << name << " does not keep the elements (" << r << ", " << c << ") .. (" << r
+              << ", " << c + a.access_bytes / elem_bytes - 1 << ") side by side: " << a.what
+              << " moves them as one " << a.access_bytes << "-byte vector";
+      }
+    std::vector<std::int64_t> bytes;
+    for (const auto& [r, c] : a.lanes) bytes.push_back(std::int64_t{index(r, c)} * elem_bytes);
+    const Wavefronts w = wavefronts(bytes, a.access_bytes);
+    if (w.count != w.ideal && failures++ < 3)
+      ADD_FAILURE() << a.what << " takes " << w.count << " wavefronts instead of " << w.ideal
+                    << " with " << name << " (" << todo << "): " << w.why
+                    << ". A bank conflict: spread the lanes over all 32 banks (lesson §5-§7).";
+  }
+}
+
+class LayoutTest : public ::testing::TestWithParam<DType> {};
+std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
+  return dtype_name(info.param);
+}
+const DType kAllDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+int elem_bytes(DType d) { return d == DType::kFloat32 ? 4 : 2; }
+
+// The accesses of variants 2-4 to their 32 x 32 tile: a warp writes one row (lane l: column l)
+// and reads one column (lane l: row l).
+std::vector<WarpAccess> tile32_accesses(int elem) {
+  constexpr int kTile = 32;
+  std::vector<WarpAccess> out;
+  for (int r = 0; r < kTile; ++r) {
+    WarpAccess a{"writing tile row " + std::to_string(r) + " (lane l writes column l)", {}, elem};
+    for (int l = 0; l < kTile; ++l) a.lanes.emplace_back(r, l);
+    out.push_back(a);
+  }
+  for (int c = 0; c < kTile; ++c) {
+    WarpAccess a{"reading tile column " + std::to_string(c) + " (lane l reads row l)", {}, elem};
+    for (int l = 0; l < kTile; ++l) a.lanes.emplace_back(l, c);
+    out.push_back(a);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- Exercise 3: the padded layout
+class Transpose3PaddedLayout : public LayoutTest {};
+TEST_P(Transpose3PaddedLayout, WritesRowsAndReadsColumnsWithoutBankConflicts) {
+  const DType d = GetParam();
+  const TileIndex index = d == DType::kFloat32   ? &d04::tile_index_3_padded<float>
+                          : d == DType::kFloat16 ? &d04::tile_index_3_padded<half>
+                                                 : &d04::tile_index_3_padded<bfloat16>;
+  // At most one 4-byte bank of padding per row.
+  const int pad = 4 / elem_bytes(d);
+  expect_layout(index, "tile_index_3_padded", "TODO d04.3: kPad", 32, 32, elem_bytes(d),
+                32 * (32 + pad), tile32_accesses(elem_bytes(d)));
+}
+INSTANTIATE_TEST_SUITE_P(DTypes, Transpose3PaddedLayout, ::testing::ValuesIn(kAllDTypes),
+                         dtype_param_name);
+
+// ---------------------------------------------------------------- Exercise 4: the swizzled layout
+class Transpose4SwizzledLayout : public LayoutTest {};
+TEST_P(Transpose4SwizzledLayout, WritesRowsAndReadsColumnsWithoutBankConflicts) {
+  const DType d = GetParam();
+  const TileIndex index = d == DType::kFloat32   ? &d04::tile_index_4_swizzled<float>
+                          : d == DType::kFloat16 ? &d04::tile_index_4_swizzled<half>
+                                                 : &d04::tile_index_4_swizzled<bfloat16>;
+  // No padding at all: exactly the 32 x 32 elements of the tile.
+  expect_layout(index, "tile_index_4_swizzled", "TODO d04.4: swizzled_index", 32, 32,
+                elem_bytes(d), 32 * 32, tile32_accesses(elem_bytes(d)));
+}
+INSTANTIATE_TEST_SUITE_P(DTypes, Transpose4SwizzledLayout, ::testing::ValuesIn(kAllDTypes),
+                         dtype_param_name);
+
+// ---------------------------------------------------------------- Exercise 5: the chunk-swizzled layout
+// Variant 5's tile: 64 rows of 128 bytes (8 chunks of kVec = 16 / elem_bytes elements).
+// Load: a warp stores 4 rows, 8 lanes per row, one 16-byte chunk each (lane l: row l / 8,
+//   chunk l % 8).
+// Store: a warp reads, for k < kVec, element k of 32 vectors: lane l takes column
+//   4 m + l / 8 and row (8 g + l % 8) kVec + k, for the warp's column group m and vector group g.
+class Transpose5VectorizedLayout : public LayoutTest {};
+TEST_P(Transpose5VectorizedLayout, StoresChunksAndReadsColumnsWithoutBankConflicts) {
+  const DType d = GetParam();
+  const TileIndex index = d == DType::kFloat32   ? &d04::tile_index_5_vectorized<float>
+                          : d == DType::kFloat16 ? &d04::tile_index_5_vectorized<half>
+                                                 : &d04::tile_index_5_vectorized<bfloat16>;
+  const int elem = elem_bytes(d), vec = 16 / elem;
+  constexpr int kRows = 64, kChunks = 8, kLanesPerUnit = 8, kUnitsPerWarp = 4;
+  const int cols = kChunks * vec, groups = kRows / (kChunks * vec);
+  std::vector<WarpAccess> accesses;
+  for (int r = 0; r < kRows; r += kUnitsPerWarp) {
+    WarpAccess a{"storing tile rows " + std::to_string(r) + "-" + std::to_string(r + 3) +
+                     " as 16-byte chunks (lane l: row " + std::to_string(r) + " + l / 8, chunk l % 8)",
+                 {}, 16};
+    for (int l = 0; l < 32; ++l) a.lanes.emplace_back(r + l / kLanesPerUnit, (l % kChunks) * vec);
+    accesses.push_back(a);
+  }
+  for (int m = 0; m < cols / kUnitsPerWarp; ++m)
+    for (int g = 0; g < groups; ++g)
+      for (int k = 0; k < vec; ++k) {
+        WarpAccess a{"reading element " + std::to_string(k) + " of the vectors of tile columns " +
+                         std::to_string(4 * m) + "-" + std::to_string(4 * m + 3) +
+                         (groups > 1 ? ", vector group " + std::to_string(g) : std::string()) +
+                         " (lane l: column " + std::to_string(4 * m) + " + l / 8, row (" +
+                         std::to_string(8 * g) + " + l % 8) * " + std::to_string(vec) + " + " +
+                         std::to_string(k) + ")",
+                     {}, elem};
+        for (int l = 0; l < 32; ++l)
+          a.lanes.emplace_back((kLanesPerUnit * g + l % kLanesPerUnit) * vec + k,
+                               kUnitsPerWarp * m + l / kLanesPerUnit);
+        accesses.push_back(a);
+      }
+  // Swizzling moves chunks around; it needs no extra space.
+  expect_layout(index, "tile_index_5_vectorized", "TODO d04.5: swizzled_chunk", kRows, cols, elem,
+                kRows * cols, accesses);
+}
+INSTANTIATE_TEST_SUITE_P(DTypes, Transpose5VectorizedLayout, ::testing::ValuesIn(kAllDTypes),
+                         dtype_param_name);
+
+}  // namespace
