@@ -236,7 +236,7 @@ BuildFailure first_build_error(std::string_view build_output, std::string_view s
 }
 
 std::string render_build_failure(const Day& day, const BuildFailure& failure, const CheckReportContext& context,
-                                 const std::string& log_file) {
+                                 const std::string& log_file, const std::string& command) {
   std::string out;
   out += "Day " + std::to_string(day.number()) + " — " + day.title + "\n";
   out += "✗ Your code does not compile";
@@ -250,7 +250,7 @@ std::string render_build_failure(const Day& day, const BuildFailure& failure, co
   out += indent(failure.first_lines, "    ");
   out += "\n";
   if (!log_file.empty()) out += "The whole build log: " + log_file + "\n";
-  out += "No test ran: fix the build, then `" + context.program + " check " + day.day + "` again.\n";
+  out += "Nothing ran: fix the build, then `" + context.program + " " + command + " " + day.day + "` again.\n";
   return out;
 }
 

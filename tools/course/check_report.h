@@ -97,7 +97,8 @@ struct BuildFailure {
   std::string first_lines;  // the first error and the lines that explain it
 };
 BuildFailure first_build_error(std::string_view build_output, std::string_view source_dir, std::size_t max_lines = 14);
+// `command` is what to run again once it compiles: "check" or "bench".
 std::string render_build_failure(const Day& day, const BuildFailure& failure, const CheckReportContext& context,
-                                 const std::string& log_file);
+                                 const std::string& log_file, const std::string& command = "check");
 
 }  // namespace course::tool

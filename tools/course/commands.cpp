@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iostream>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -78,7 +79,9 @@ std::optional<std::string> kernel_fingerprint(const Day& day) {
 }
 
 // Builds `targets`; on failure prints which file to fix and returns false.
-bool build(Context& c, const Day& day, const std::vector<std::string>& targets, const CheckReportContext& report) {
+bool build(Context& c, const Day& day, const std::vector<std::string>& targets, const CheckReportContext& report,
+           const std::string& command) {
+  remove_stale_temporaries(c.results_dir());  // what an interrupted earlier run left behind
   *c.out << "building " << join(targets, " ") << " (your code: " << report.source << ") ..." << std::endl;
   std::vector<std::string> argv = {"cmake", "--build", c.binary_dir.string(), "--target"};
   argv.insert(argv.end(), targets.begin(), targets.end());
@@ -94,7 +97,7 @@ bool build(Context& c, const Day& day, const std::vector<std::string>& targets, 
   std::string log_error;
   const bool logged = write_file_atomically(log, r.output, &log_error);
   const BuildFailure failure = first_build_error(r.output, c.source_dir.string());
-  *c.out << "\n" << render_build_failure(day, failure, report, logged ? c.show(log) : "");
+  *c.out << "\n" << render_build_failure(day, failure, report, logged ? c.show(log) : "", command);
   if (!logged) *c.err << c.program << ": could not save the build log: " << log_error << "\n";
   return false;
 }
@@ -249,7 +252,7 @@ int cmd_check(Context& c, const std::vector<std::string>& args) {
   const std::string record_name = day->day + ".check.json";
 
   // 1. Build the student's tests.
-  if (!build(c, *day, {day->day + "_lab_tests"}, report)) {
+  if (!build(c, *day, {day->day + "_lab_tests"}, report, "check")) {
     record_doc.set("finished", JsonValue::string(utc_now()));
     record_doc.set("verdict", JsonValue::string("build_failed"));
     record(c, record_name, record_doc);
@@ -266,10 +269,21 @@ int cmd_check(Context& c, const std::vector<std::string>& args) {
   *c.out << "running the tests of " << day->day << ", each in its own process ..." << std::endl;
   ProcessOptions options;
   options.echo = c.verbose;
+  bool progress_shown = false;
+  if (c.progress && !c.verbose) {
+    options.on_line = [&](std::string_view line) {  // "12/40 Test #12: ..." -> "  12/40 tests done"
+      const std::string_view t = trim(line);
+      const std::size_t test = t.find(" Test ");
+      if (test == std::string_view::npos || t.find('/') > test) return;
+      *c.out << "\r  " << t.substr(0, test) << " tests done" << std::flush;
+      progress_shown = true;
+    };
+  }
   const ProcessResult ctest = run_process({"ctest", "--test-dir", c.binary_dir.string(), "-R", regex, "-j",
                                            std::to_string(choose_jobs(c)), "--no-tests=error", "--output-junit",
                                            junit_tmp.string()},
                                           options);
+  if (progress_shown) *c.out << "\r" << std::string(30, ' ') << "\r" << std::flush;
   if (!ctest.started) {
     *c.err << c.program << ": " << ctest.error << " (is CMake's ctest on PATH?)\n";
     return kExitUsage;
@@ -351,7 +365,7 @@ int cmd_bench(Context& c, const std::vector<std::string>& args) {
   record_doc.set("day", JsonValue::string(day->day));
   record_doc.set("kernel", kernel_json(*day));
 
-  if (!build(c, *day, {day->day + "_lab_bench", day->day + "_solution_bench"}, report)) {
+  if (!build(c, *day, {day->day + "_lab_bench", day->day + "_solution_bench"}, report, "bench")) {
     record_doc.set("finished", JsonValue::string(utc_now()));
     record_doc.set("verdict", JsonValue::string("build_failed"));
     record(c, record_name, record_doc);
@@ -614,6 +628,7 @@ int run_course_tool(const std::vector<std::string>& argv, const fs::path& defaul
   if (build_dir_given || std::getenv("COURSE_BUILD_DIR"))
     if (const std::optional<fs::path> source = source_dir_of_build(c.binary_dir)) c.source_dir = *source;
 
+  c.progress = &out == &std::cout && ::isatty(STDOUT_FILENO);
   if (positional.empty()) return cmd_help(c, {});
   const std::string name = positional[0];
   const std::vector<std::string> args(positional.begin() + 1, positional.end());

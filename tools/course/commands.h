@@ -21,6 +21,7 @@ struct Context {
   fs::path binary_dir;      // the configured build
   int jobs = 0;             // tests run in parallel by ctest (0 = choose)
   bool verbose = false;     // echo the build's and ctest's output as it comes
+  bool progress = false;    // stdout is a terminal: show a one-line progress count
   std::string program = "course";  // how the tool was invoked, for the hints it prints
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;

@@ -1,10 +1,12 @@
 #include "files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -77,6 +79,22 @@ bool write_file_atomically(const fs::path& path, std::string_view content, std::
     return false;
   }
   return true;
+}
+
+int remove_stale_temporaries(const fs::path& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t mark = name.rfind(".tmp.");
+    if (mark == std::string::npos) continue;
+    const std::string pid_text = name.substr(mark + 5);
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    const bool alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+    if (!alive && fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
 }
 
 std::string fingerprint(std::string_view bytes) {

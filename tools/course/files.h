@@ -26,6 +26,10 @@ bool replace_file(const fs::path& from, const fs::path& to, std::string* error =
 // A temporary name next to `path` that no other process uses: "<path>.tmp.<pid>".
 fs::path temporary_sibling(const fs::path& path);
 
+// Deletes the temporaries that interrupted runs left in `dir` ("<name>.tmp.<pid>" whose
+// process no longer exists); returns how many.
+int remove_stale_temporaries(const fs::path& dir);
+
 // FNV-1a 64-bit hash of the bytes, as 16 hex digits: tells whether kernel.cu changed.
 std::string fingerprint(std::string_view bytes);
 

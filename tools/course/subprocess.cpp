@@ -118,7 +118,14 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
       close_fd(out[0]);
       break;
     }
+    const std::size_t before = result.output.size();
     result.output.append(buf, static_cast<std::size_t>(n));
+    if (options.on_line) {  // hand over the lines completed by this read
+      std::size_t start = result.output.rfind('\n', before == 0 ? 0 : before - 1);
+      start = start == std::string::npos || before == 0 ? 0 : start + 1;
+      for (std::size_t end; (end = result.output.find('\n', start)) != std::string::npos; start = end + 1)
+        if (end >= before) options.on_line(std::string_view(result.output).substr(start, end - start));
+    }
     if (options.echo) {
       std::fwrite(buf, 1, static_cast<std::size_t>(n), stdout);
       std::fflush(stdout);

@@ -8,7 +8,9 @@
 // in our process group, so Ctrl-C stops it as well as the tool.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace course::tool {
@@ -17,6 +19,8 @@ struct ProcessOptions {
   std::string working_dir;   // "" = ours
   double timeout_s = 0.0;    // 0 = no limit; past it the program gets SIGTERM, then SIGKILL
   bool echo = false;
+  // Called with each complete line of output as it arrives (for progress reports).
+  std::function<void(std::string_view line)> on_line;
 };
 
 struct ProcessResult {
