@@ -124,6 +124,9 @@ template <class T>
 constexpr int kTileCols5 = kChunks * kVec<T>;
 constexpr int kTileRows5 = 64;
 constexpr int kThreads5 = 256;
+// 8 blocks of 256 threads fill an SM's 2048 threads: asking for them in __launch_bounds__ caps
+// the registers at 32 per thread (65,536 / 2048), so that registers do not limit occupancy.
+constexpr int kMinBlocksPerSm5 = 8;
 constexpr int kWarp = 32;
 constexpr int kRowsPerPass5 = kThreads5 / kChunks;   // 8 lanes per 128-byte row: 32 rows a pass
 constexpr int kUnitsPerWarp = kWarp / kChunks;       // 4 groups of 8 lanes in a warp
@@ -149,7 +152,7 @@ __host__ __device__ constexpr int swizzled_chunk(int row, int chunk) {
 // kVectorOk = false (misaligned pointers, rows or cols not a multiple of kVec) compiles a
 // second kernel in which each lane moves its vector element by element, through the same tile.
 template <class T, bool kVectorOk>
-__global__ void __launch_bounds__(kThreads5)
+__global__ void __launch_bounds__(kThreads5, kMinBlocksPerSm5)
     transpose_5_vectorized_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
                                   std::int64_t cols) {
   // TODO(d04.5): with V = kVec<T>, __shared__ Vec<T, V> tile[kTileRows5][kChunks],
