@@ -11,11 +11,11 @@
 #include <cooperative_groups/scan.h>
 #include <cuda_runtime.h>
 
-#include <cub/device/device_select.cuh>
-
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "course/buffer.h"
 #include "course/check.h"
@@ -44,7 +44,7 @@ using course::Vec;
 
 // Register buckets: the kernels are compiled for these values per thread, and the launcher
 // picks the smallest that holds the row. A register array must have a compile-time size and
-// compile-time indices (fully unrolled loops), or it goes to local memory (lesson §8).
+// compile-time indices (fully unrolled loops), or it goes to local memory (lesson §9).
 constexpr int kWarpRowsPerBlock = 4;    // warp-per-row: 4 rows (warps) per block of 128 threads
 constexpr int kBlockMaxThreads = 1024;  // block-per-row: up to 1024 threads ...
 constexpr int kBlockMaxElems = 32;      // ... holding at most 32 values each (<= 64 registers)
@@ -89,8 +89,8 @@ __device__ __forceinline__ void store_row(T* __restrict__ row, int cols, int ran
   // it at row + (j * threads + rank) * kVec. Vectors past the end are not written.
 }
 
-// The thread-local half of the two reductions. The max must let a NaN through (lesson §6):
-// nan_max from course/warp.cuh does, fmaxf would drop it.
+// The thread-local half of the two reductions. nan_max (course/warp.cuh) lets a NaN win the
+// max, as torch.max does; fmaxf would skip it (lesson §3.2, §6.3).
 template <int kElems>
 __device__ __forceinline__ float thread_max(const float (&v)[kElems]) {
   float m = kMinusInf;
@@ -197,7 +197,7 @@ __global__ __launch_bounds__(kBlockMaxThreads) void softmax_2_block_streaming_ke
 }
 
 // =============================================================================================
-// Part B — stable stream compaction with votes (lesson §4-§5).
+// Part B — stable stream compaction with votes (lesson §4 and §11).
 //
 // Mapping: block b owns the tile [b * kBlockTile, (b + 1) * kBlockTile) of x; warp w of the
 // block owns the contiguous kWarpTile elements starting at b * kBlockTile + w * kWarpTile; in
@@ -491,11 +491,6 @@ std::int64_t compact(const char* name, CompactionVariant variant, const float* x
   return count;
 }
 
-struct GreaterThan {
-  float threshold;
-  __host__ __device__ bool operator()(float v) const { return v > threshold; }
-};
-
 void check_count_args(const char* name, const std::int32_t* keys, std::int64_t n,
                       const std::uint32_t* counts, int bins) {
   const std::string fn = name;
@@ -548,22 +543,6 @@ std::int64_t compact_2_cooperative_groups(const float* x, std::int64_t n, float 
                                           float* out) {
   return compact("compact_2_cooperative_groups", CompactionVariant::kCooperativeGroups, x, n,
                  threshold, out);
-}
-
-std::int64_t compact_cub(const float* x, std::int64_t n, float threshold, float* out) {
-  course::require(n >= 0, "compact_cub: n must be >= 0");
-  course::require(n == 0 || (x && out), "compact_cub: null pointer");
-  static auto* temp = new course::DeviceBuffer<char>;  // grown as needed, kept (see above)
-  static auto* selected = new course::DeviceBuffer<std::int64_t>(1);
-  std::size_t temp_bytes = 0;
-  COURSE_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, x, out, selected->data(), n,
-                                          GreaterThan{threshold}));
-  if (temp->bytes() < temp_bytes) *temp = course::DeviceBuffer<char>(temp_bytes);
-  COURSE_CUDA_CHECK(cub::DeviceSelect::If(temp->data(), temp_bytes, x, out, selected->data(), n,
-                                          GreaterThan{threshold}));
-  std::int64_t count = -1;
-  COURSE_CUDA_CHECK(cudaMemcpy(&count, selected->data(), sizeof count, cudaMemcpyDeviceToHost));
-  return count;
 }
 
 void count_keys_0_atomic(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts,

@@ -48,7 +48,8 @@ std::int64_t compact_1_ballot(const float* x, std::int64_t n, float threshold, f
 // Exercise 5: the same algorithm written with cooperative groups (tiled_partition<32>).
 std::int64_t compact_2_cooperative_groups(const float* x, std::int64_t n, float threshold,
                                           float* out);
-// Given (not an exercise): CUB's cub::DeviceSelect::If, the vendor baseline for the benchmark.
+// Given (not an exercise): CUB's cub::DeviceSelect::If, the vendor baseline of the benchmark.
+// It is in cub_baseline.cu, linked into the benchmarks only (not into the tests).
 std::int64_t compact_cub(const float* x, std::int64_t n, float threshold, float* out);
 
 // ---------------------------------------------------------------------------------------------
