@@ -101,34 +101,36 @@ void BM_copy_cudaMemcpy(benchmark::State& state) {
   course::bench::measure(state, copy, traffic<T>(rows, cols));
 }
 
-// Square; non-square (a different aspect of the same bytes); odd sides, which no tile, vector
-// or 128-byte line divides (variant 5 takes its element-by-element path there).
-void shapes(benchmark::internal::Benchmark* b) {
+// Manual timing (course::bench::configure), and the shapes: square; non-square (a different
+// aspect of the same bytes); odd sides, which no tile, vector or 128-byte line divides
+// (variant 5 takes its element-by-element kernel there).
+void setup(benchmark::internal::Benchmark* b) {
+  course::bench::configure(b);
   b->ArgNames({"rows", "cols"});
   b->Args({8192, 8192});
   b->Args({4096, 16384});
   b->Args({4097, 8191});
 }
 
-BENCHMARK_TEMPLATE(BM_copy_cudaMemcpy, float)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_1_naive, float)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_2_smem, float)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_3_padded, float)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_4_swizzled, float)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_5_vectorized, float)->Apply(course::bench::configure)->Apply(shapes);
+BENCHMARK_TEMPLATE(BM_copy_cudaMemcpy, float)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_1_naive, float)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_2_smem, float)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_3_padded, float)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_4_swizzled, float)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_5_vectorized, float)->Apply(setup);
 
-BENCHMARK_TEMPLATE(BM_copy_cudaMemcpy, half)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_1_naive, half)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_2_smem, half)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_3_padded, half)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_4_swizzled, half)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_5_vectorized, half)->Apply(course::bench::configure)->Apply(shapes);
+BENCHMARK_TEMPLATE(BM_copy_cudaMemcpy, half)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_1_naive, half)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_2_smem, half)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_3_padded, half)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_4_swizzled, half)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_5_vectorized, half)->Apply(setup);
 
 // bfloat16 moves the same bytes as half, so its copy baseline is half's.
-BENCHMARK_TEMPLATE(BM_transpose_1_naive, bfloat16)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_2_smem, bfloat16)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_3_padded, bfloat16)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_4_swizzled, bfloat16)->Apply(course::bench::configure)->Apply(shapes);
-BENCHMARK_TEMPLATE(BM_transpose_5_vectorized, bfloat16)->Apply(course::bench::configure)->Apply(shapes);
+BENCHMARK_TEMPLATE(BM_transpose_1_naive, bfloat16)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_2_smem, bfloat16)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_3_padded, bfloat16)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_4_swizzled, bfloat16)->Apply(setup);
+BENCHMARK_TEMPLATE(BM_transpose_5_vectorized, bfloat16)->Apply(setup);
 
 }  // namespace

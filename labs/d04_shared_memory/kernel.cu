@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(kThreads)
                              std::int64_t cols) {
   // TODO(d04.1): with r0 = kTile * blockIdx.y and c = kTile * blockIdx.x + threadIdx.x (as
   // int64_t: rows * cols may exceed 2^31), loop j over kElemsPerThread (#pragma unroll):
-  //   r = r0 + threadIdx.y + j * kBlockRows;  if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
+  //   r = r0 + threadIdx.y + j * kBlockRows;
+  //   if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
   // A warp then reads 32 consecutive elements of one input row, and writes to 32 output rows.
 }
 
@@ -272,21 +273,22 @@ int tile_index_5_vectorized(int row, int col) {
 // The element types of lab.h.
 using course::bfloat16;
 using course::half;
-template void transpose_1_naive<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_1_naive<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_1_naive<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_2_smem<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_2_smem<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_2_smem<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_3_padded<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_3_padded<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_3_padded<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_4_swizzled<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_4_swizzled<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_4_swizzled<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_5_vectorized<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_5_vectorized<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_5_vectorized<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
+using std::int64_t;
+template void transpose_1_naive<float>(const float*, float*, int64_t, int64_t);
+template void transpose_1_naive<half>(const half*, half*, int64_t, int64_t);
+template void transpose_1_naive<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_2_smem<float>(const float*, float*, int64_t, int64_t);
+template void transpose_2_smem<half>(const half*, half*, int64_t, int64_t);
+template void transpose_2_smem<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_3_padded<float>(const float*, float*, int64_t, int64_t);
+template void transpose_3_padded<half>(const half*, half*, int64_t, int64_t);
+template void transpose_3_padded<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_4_swizzled<float>(const float*, float*, int64_t, int64_t);
+template void transpose_4_swizzled<half>(const half*, half*, int64_t, int64_t);
+template void transpose_4_swizzled<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_5_vectorized<float>(const float*, float*, int64_t, int64_t);
+template void transpose_5_vectorized<half>(const half*, half*, int64_t, int64_t);
+template void transpose_5_vectorized<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
 template int tile_index_3_padded<float>(int, int);
 template int tile_index_3_padded<half>(int, int);
 template int tile_index_3_padded<bfloat16>(int, int);

@@ -150,29 +150,41 @@ class TransposeTest : public course::GpuTest, public ::testing::WithParamInterfa
 
 // ---------------------------------------------------------------- Exercise 1: naive
 class Transpose1Naive : public TransposeTest {};
-TEST_P(Transpose1Naive, MovesEveryElementToItsTransposedPlace) { expect_transpose(kNaive, GetParam()); }
+TEST_P(Transpose1Naive, MovesEveryElementToItsTransposedPlace) {
+  expect_transpose(kNaive, GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose1Naive, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 2: shared memory
 class Transpose2Smem : public TransposeTest {};
-TEST_P(Transpose2Smem, MovesEveryElementToItsTransposedPlace) { expect_transpose(kSmem, GetParam()); }
+TEST_P(Transpose2Smem, MovesEveryElementToItsTransposedPlace) {
+  expect_transpose(kSmem, GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose2Smem, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 3: padded
 class Transpose3Padded : public TransposeTest {};
-TEST_P(Transpose3Padded, MovesEveryElementToItsTransposedPlace) { expect_transpose(kPadded, GetParam()); }
+TEST_P(Transpose3Padded, MovesEveryElementToItsTransposedPlace) {
+  expect_transpose(kPadded, GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose3Padded, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 4: swizzled
 class Transpose4Swizzled : public TransposeTest {};
-TEST_P(Transpose4Swizzled, MovesEveryElementToItsTransposedPlace) { expect_transpose(kSwizzled, GetParam()); }
+TEST_P(Transpose4Swizzled, MovesEveryElementToItsTransposedPlace) {
+  expect_transpose(kSwizzled, GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose4Swizzled, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 5: vectorized
 class Transpose5Vectorized : public TransposeTest {};
-TEST_P(Transpose5Vectorized, MovesEveryElementToItsTransposedPlace) { expect_transpose(kVectorized, GetParam()); }
+TEST_P(Transpose5Vectorized, MovesEveryElementToItsTransposedPlace) {
+  expect_transpose(kVectorized, GetParam());
+}
 // in + 1 and out + 1 are not 16-byte aligned: the kernel must take its element-by-element path.
-TEST_P(Transpose5Vectorized, HandlesPointersNotAlignedTo16Bytes) { expect_transpose(kVectorized, GetParam(), 1); }
+TEST_P(Transpose5Vectorized, HandlesPointersNotAlignedTo16Bytes) {
+  expect_transpose(kVectorized, GetParam(), 1);
+}
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose5Vectorized, ::testing::ValuesIn(shapes()), shape_name);
 
 // ================================================================ The bank model (lesson §5)
@@ -195,7 +207,8 @@ Wavefronts wavefronts(const std::vector<std::int64_t>& lane_bytes, int access_by
   for (std::size_t first = 0; first < lane_bytes.size(); first += lanes_per_phase) {
     std::map<std::int64_t, std::set<std::int64_t>> words_of_bank;
     std::map<std::int64_t, std::set<std::size_t>> lanes_of_bank;
-    for (std::size_t lane = first; lane < first + lanes_per_phase && lane < lane_bytes.size(); ++lane)
+    const std::size_t end = std::min(first + lanes_per_phase, lane_bytes.size());
+    for (std::size_t lane = first; lane < end; ++lane)
       for (std::int64_t word = lane_bytes[lane] / kWordBytes;
            word <= (lane_bytes[lane] + access_bytes - 1) / kWordBytes; ++word) {
         words_of_bank[word % kBankCount].insert(word);
@@ -329,7 +342,7 @@ TEST_P(Transpose4SwizzledLayout, WritesRowsAndReadsColumnsWithoutBankConflicts) 
 INSTANTIATE_TEST_SUITE_P(DTypes, Transpose4SwizzledLayout, ::testing::ValuesIn(kAllDTypes),
                          dtype_param_name);
 
-// ---------------------------------------------------------------- Exercise 5: the chunk-swizzled layout
+// ---------------------------------------------------------------- Exercise 5: the chunk swizzle
 // Variant 5's tile: 64 rows of 128 bytes (8 chunks of kVec = 16 / elem_bytes elements).
 // Load: a warp stores 4 rows, 8 lanes per row, one 16-byte chunk each (lane l: row l / 8,
 //   chunk l % 8).
@@ -347,7 +360,8 @@ TEST_P(Transpose5VectorizedLayout, StoresChunksAndReadsColumnsWithoutBankConflic
   std::vector<WarpAccess> accesses;
   for (int r = 0; r < kRows; r += kUnitsPerWarp) {
     WarpAccess a{"storing tile rows " + std::to_string(r) + "-" + std::to_string(r + 3) +
-                     " as 16-byte chunks (lane l: row " + std::to_string(r) + " + l / 8, chunk l % 8)",
+                     " as 16-byte chunks (lane l: row " + std::to_string(r) +
+                     " + l / 8, chunk l % 8)",
                  {}, 16};
     for (int l = 0; l < 32; ++l) a.lanes.emplace_back(r + l / kLanesPerUnit, (l % kChunks) * vec);
     accesses.push_back(a);

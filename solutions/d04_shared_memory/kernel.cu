@@ -183,10 +183,11 @@ static_assert(kTileRows5 % kRowsPerPass5 == 0, "the passes must cover the tile")
 static_assert(kUnitsPerWarp * kChunks == kWarp, "a warp must hold whole units of 8 lanes");
 
 // Variant 5's layout swizzles whole 16-byte chunks, so that each chunk stays 16-byte aligned
-// (one STS.128 per chunk; padding would misalign every other row). Chunk `chunk` of tile row
-// `row` is stored at chunk chunk ^ ((row / kVec) % 8). The store phase reads kVec consecutive
-// rows at once per lane, so rows come in groups of kVec with one swizzle per group; the 8 lanes
-// of a 128-byte output segment read 8 different groups, i.e. 8 different chunks (lesson §7).
+// (one STS.128 per chunk; a 4-byte pad per row would misalign three rows in four). Chunk
+// `chunk` of tile row `row` is stored at chunk chunk ^ ((row / kVec) % 8). A lane gathers kVec
+// consecutive rows of one column, so rows come in groups of kVec with one swizzle per group;
+// the 8 lanes of a 128-byte output segment read 8 different groups, i.e. 8 different chunks
+// (lesson §7.3).
 template <class T>
 __host__ __device__ constexpr int swizzled_chunk(int row, int chunk) {
   return chunk ^ ((row / kVec<T>) % kChunks);
@@ -246,8 +247,8 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocksPerSm5)
       T* out_row = out + out_r * rows;
       if constexpr (kVectorOk) {  // rows % V == 0: the whole vector is inside
         // The output row as an array of vectors: one 16-byte store. (v.store(out_row + out_c)
-        // means the same, but nvcc 13 splits it into four 4-byte stores here, where it cannot
-        // prove that the four elements' 64-bit addresses are consecutive: check the SASS.)
+        // means the same, but nvcc 13 compiles it into four 4-byte stores here, lesson §7.5;
+        // the SASS check vectorized_fast_path_moves_16_bytes is there to catch that.)
         reinterpret_cast<Vec<T, V>*>(out_row)[out_c / V] = v;
       } else {
 #pragma unroll
@@ -356,21 +357,22 @@ int tile_index_5_vectorized(int row, int col) {
 // The element types of lab.h.
 using course::bfloat16;
 using course::half;
-template void transpose_1_naive<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_1_naive<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_1_naive<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_2_smem<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_2_smem<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_2_smem<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_3_padded<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_3_padded<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_3_padded<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_4_swizzled<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_4_swizzled<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_4_swizzled<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
-template void transpose_5_vectorized<float>(const float*, float*, std::int64_t, std::int64_t);
-template void transpose_5_vectorized<half>(const half*, half*, std::int64_t, std::int64_t);
-template void transpose_5_vectorized<bfloat16>(const bfloat16*, bfloat16*, std::int64_t, std::int64_t);
+using std::int64_t;
+template void transpose_1_naive<float>(const float*, float*, int64_t, int64_t);
+template void transpose_1_naive<half>(const half*, half*, int64_t, int64_t);
+template void transpose_1_naive<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_2_smem<float>(const float*, float*, int64_t, int64_t);
+template void transpose_2_smem<half>(const half*, half*, int64_t, int64_t);
+template void transpose_2_smem<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_3_padded<float>(const float*, float*, int64_t, int64_t);
+template void transpose_3_padded<half>(const half*, half*, int64_t, int64_t);
+template void transpose_3_padded<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_4_swizzled<float>(const float*, float*, int64_t, int64_t);
+template void transpose_4_swizzled<half>(const half*, half*, int64_t, int64_t);
+template void transpose_4_swizzled<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
+template void transpose_5_vectorized<float>(const float*, float*, int64_t, int64_t);
+template void transpose_5_vectorized<half>(const half*, half*, int64_t, int64_t);
+template void transpose_5_vectorized<bfloat16>(const bfloat16*, bfloat16*, int64_t, int64_t);
 template int tile_index_3_padded<float>(int, int);
 template int tile_index_3_padded<half>(int, int);
 template int tile_index_3_padded<bfloat16>(int, int);

@@ -28,7 +28,8 @@ inline std::vector<double> transpose(const std::vector<double>& in, std::size_t 
 // is out[i / rows, i % rows], which is in[(i % rows) * cols + i / rows]. Benchmarks check a sample
 // of a large output with this instead of transposing 64 M elements on the CPU.
 inline std::size_t transpose_source_index(std::size_t rows, std::size_t cols, std::size_t i) {
-  const std::size_t out_row = i / rows, out_col = i % rows;  // out[out_row, out_col] = in[out_col, out_row]
+  // out[out_row, out_col] = in[out_col, out_row]
+  const std::size_t out_row = i / rows, out_col = i % rows;
   return out_col * cols + out_row;
 }
 
