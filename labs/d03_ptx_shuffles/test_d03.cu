@@ -65,6 +65,15 @@ void report(const std::string& key, const std::string& line) {
 
 void sync() { COURSE_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+// True when some element still holds the poison: the kernel did not write it. Tests that give a
+// pointed hint about a wrong VALUE check this first, so that an unwritten output reads as such.
+template <class T>
+bool any_unwritten(const std::vector<T>& v) {
+  for (const T& e : v)
+    if (course::DType<T>::is_poison(e)) return true;
+  return false;
+}
+
 // =============================================================================================
 // Exercise 1: fast math in inline PTX.
 
@@ -398,6 +407,8 @@ TEST_F(WarpMaxTail, NegativeSegmentsIgnoreLanesPastTheEnd) {
   const auto got = run_segment_max(x, 1e30f);
   const auto want = ref::segment_max(course::as_doubles(x));
   ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(any_unwritten(got)) << "segment maxima were never written: is segment_reduce_kernel "
+                                      "written (TODO d03.2a)?";
   const float last = got.back();
   EXPECT_FALSE(last == 0.0f) << "the last segment's maximum is 0, but every element is negative: "
                                 "lanes past the end must hold the identity of max, -inf, not 0";
@@ -425,6 +436,8 @@ TEST_F(WarpMaxSpecialValues, PropagatesNaNAndHandlesInfinities) {
   const auto got = run_segment_max(x, -kInf);
   const auto want = ref::segment_max(course::as_doubles(x));
   ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(any_unwritten(got)) << "segment maxima were never written: is segment_reduce_kernel "
+                                      "written (TODO d03.2a)?";
   EXPECT_TRUE(std::isnan(got[0]) && std::isnan(got[1]) && std::isnan(got[6]))
       << "a segment holding a NaN must have NaN as its maximum, but the NaN vanished: fmaxf and "
          "max.f32 return the OTHER operand when one is NaN. Test for NaN (v != v) or use "
@@ -495,6 +508,8 @@ TEST_F(WarpScanSegments, EverySegmentStartsFromZero) {
   const std::size_t n = 100, guard = 28;
   const auto y = run_segment_scan(std::vector<float>(n, 1.0f), guard);
   for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_FALSE(course::DType<float>::is_poison(y[i]))
+        << "y[" << i << "] was never written: is segment_scan_kernel written (TODO d03.2d)?";
     ASSERT_EQ(y[i], static_cast<float>(i % 32 + 1))
         << "scan of all ones: y[" << i << "] should be " << i % 32 + 1 << " (lane " << i % 32
         << " of segment " << i / 32 << "). Add the value from lane - delta only when "
@@ -535,6 +550,9 @@ TEST_F(ShuffleDoublePrecision, KeepsAllSixtyFourBits) {
   const auto got = run_segment_sum_f64(x);
   const auto want = ref::segment_sums(x);
   ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(any_unwritten(got)) << "the float64 segment sums were never written: "
+                                      "segment_reduce_kernel (TODO d03.2a) and shfl_xor(double) "
+                                      "(TODO d03.3a)";
   for (std::size_t s = 0; s < want.size(); ++s)
     EXPECT_NEAR(got[s], want[s], 1e-12 * want[s])
         << "segment " << s << ": the float64 sum lost its low bits. Shuffle BOTH 32-bit halves "
@@ -608,6 +626,9 @@ TEST_F(ShuffleHalf2Channels, PropagateNaNIndependently) {
       x[2 * p + c] = course::from_double<course::half>(-std::fabs(v[2 * p + c]) - 1.0);
   const auto got = run_segment_max_pairs(x);
   ASSERT_EQ(got.size(), 8u);
+  ASSERT_FALSE(any_unwritten(got)) << "the pair maxima were never written: segment_reduce_kernel "
+                                      "(TODO d03.2a), shfl_xor(__half2) and warp_max(__half2) "
+                                      "(TODO d03.3b)";
   EXPECT_TRUE(std::isnan(course::to_double(got[1])) && !std::isnan(course::to_double(got[0])))
       << "segment 0 has a NaN in channel b only: out[1] must be NaN and out[0] must not. A "
       << "NaN crossing channels means the two halves were mixed up; a NaN vanishing means the "
