@@ -128,9 +128,9 @@ void expect_transpose(Launcher<T> launch, const Variant& v, std::int64_t rows, s
 
   for (std::size_t k = 0; k < kGuard; ++k)
     if (!course::DType<T>::is_poison(all[offset + n + k])) {
-      ADD_FAILURE() << v.name << " wrote " << k << " elements past the end of the " << n
-                    << "-element output (out[" << n + k << "] changed): a store is missing its "
-                    << "bounds test, or tests the output row against rows instead of cols";
+      ADD_FAILURE() << v.name << " wrote past the end of the " << n << "-element output (out["
+                    << n + k << "] changed): a store is missing its bounds test, or tests the "
+                    << "output row against rows instead of cols";
       break;
     }
   for (std::size_t k = 0; k < offset; ++k)
