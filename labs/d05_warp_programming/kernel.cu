@@ -134,8 +134,8 @@ __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_r
 // Exercise 2 — softmax_1_warp_per_row for rows too long for registers (lesson §7).
 // Same warp-to-row mapping; lane l visits columns l * kVec, (l + 32) * kVec, ... three times:
 // max, then sum of exp, then the write. x is read three times (the second and third reads
-// mostly from L2 when the rows in flight fit there): correct for any length, but up to twice
-// the DRAM traffic of exercise 1 when they do not.
+// from L2 only if the rows in flight fit there): correct for any length, but up to twice the
+// DRAM traffic of exercise 1 when they do not. Unrolling by 4 keeps four loads in flight.
 template <class T, int kVec>
 __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_streaming_kernel(
     const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols) {
@@ -173,8 +173,9 @@ __device__ __forceinline__ float block_sum(float v, float* partials) {
 
 // Exercise 3 — softmax_2_block_per_row, rows in registers (lesson §8).
 // Block b owns row b; thread t holds kElems of its values (mapping above, P = blockDim.x). A
-// block holds up to blockDim.x * kElems columns: 8192 floats are 256 threads x 32 values,
-// which leaves room for several rows in flight per SM (lesson §9: registers and occupancy).
+// block holds up to blockDim.x * kElems columns: 8192 floats are 512 threads x 16 values
+// (the launcher's choice) or 256 x 32, which leaves room for several rows in flight per SM
+// (lesson §9: registers and occupancy).
 // __launch_bounds__(1024) promises the compiler blocks of up to 1024 threads, so it keeps
 // each thread within 64 registers; kElems <= 32 fits in that without spilling.
 template <class T, int kVec, int kElems>
@@ -276,7 +277,7 @@ __global__ __launch_bounds__(kCompactThreads) void compact_1_scatter_kernel(
 // Exercise 5 — the same three launches with cooperative groups (lesson §10). A
 // thread_block_tile<32> is the warp as an object: .ballot, .shfl, .thread_rank(),
 // .meta_group_rank() (which warp of the block), and cg::reduce / cg::exclusive_scan replace
-// the hand-written shuffle loops. Same mapping, same results, the same SASS in the end.
+// the hand-written shuffle loops. Same mapping, same results, nearly the same SASS (§10.2).
 
 __global__ __launch_bounds__(kCompactThreads) void compact_2_count_kernel(
     const float* __restrict__ x, std::int64_t n, float threshold, int* __restrict__ block_counts) {
@@ -319,7 +320,7 @@ __global__ __launch_bounds__(kCountThreads) void count_keys_0_atomic_kernel(
   }
 }
 
-// Exercise 6 — count_keys_1_match. The grid strides over x in warp-sized steps (the loop
+// Exercise 6 — count_keys_1_match. The grid strides over the keys in warp-sized steps (the loop
 // condition depends only on the warp's base index, so all 32 lanes run every iteration: the
 // full mask is honest). In each step __match_any_sync gives every lane the set of lanes holding
 // the same key; the lowest of them adds the size of the set with one atomic. 32 equal keys

@@ -149,10 +149,12 @@ const Shape kBlockShapes[] = {{1, 1},    {3, 31},    {7, 33},     {5, 1000},  {4
 
 using ShapeAndDtype = std::tuple<Shape, Dtype>;
 std::string shape_dtype_name(const ::testing::TestParamInfo<ShapeAndDtype>& info) {
-  return "rows" + shape_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));
+  return "shape" + shape_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));
 }
+// The value tests below use the shape's column count with their own rows (one row per kind
+// of input); the alignment test uses the whole shape.
 std::string shape_param_name(const ::testing::TestParamInfo<Shape>& info) {
-  return "rows" + shape_name(info.param);
+  return "shape" + shape_name(info.param);
 }
 const auto kDtypes = ::testing::Values(Dtype::kFloat32, Dtype::kFloat16, Dtype::kBFloat16);
 
