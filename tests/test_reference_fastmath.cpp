@@ -57,7 +57,8 @@ TEST(ReferenceFastMath, UlpDistanceCountsFloat32Steps) {
   const float tiny = std::numeric_limits<float>::denorm_min();
   EXPECT_EQ(ref::ulp_distance_f32(tiny, -static_cast<double>(tiny)), 2.0);
   // Overflow: 2^128 rounds to +inf, which is one step above FLT_MAX.
-  EXPECT_EQ(ref::ulp_distance_f32(std::numeric_limits<float>::infinity(), std::ldexp(1.0, 128)), 0.0);
+  EXPECT_EQ(ref::ulp_distance_f32(std::numeric_limits<float>::infinity(), std::ldexp(1.0, 128)),
+            0.0);
   EXPECT_EQ(ref::ulp_distance_f32(std::numeric_limits<float>::max(), std::ldexp(1.0, 128)), 1.0);
   EXPECT_EQ(ref::ulp_distance_f32(std::nanf(""), kNaN), 0.0);
   EXPECT_EQ(ref::ulp_distance_f32(std::nanf(""), 1.0), kInf);

@@ -71,7 +71,8 @@ course::Comparison compare_sampled_within(const std::vector<T>& got, RefAt&& ref
 // sm_80/sm_90 (CUDA C++ Programming Guide, arithmetic instruction throughput), at the peak clock.
 double sfu_peak_per_second() {
   int khz = 0;
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, course::device_facts().device));
+  COURSE_CUDA_CHECK(
+      cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, course::device_facts().device));
   return 16.0 * course::device_facts().sm_count * khz * 1e3;
 }
 
@@ -133,14 +134,30 @@ void BM_math(benchmark::State& state, MathFn f, bool ptx) {
 void math_sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "terms"})->Args({kLarge, 1})->Args({kComputeBoundN, kComputeBoundTerms});
 }
-BENCHMARK_CAPTURE(BM_math, ptx_exp2, MathFn::kExp2, true)->Apply(course::bench::configure)->Apply(math_sizes);
-BENCHMARK_CAPTURE(BM_math, library_exp2, MathFn::kExp2, false)->Apply(course::bench::configure)->Apply(math_sizes);
-BENCHMARK_CAPTURE(BM_math, ptx_log2, MathFn::kLog2, true)->Apply(course::bench::configure)->Apply(math_sizes);
-BENCHMARK_CAPTURE(BM_math, library_log2, MathFn::kLog2, false)->Apply(course::bench::configure)->Apply(math_sizes);
-BENCHMARK_CAPTURE(BM_math, ptx_rsqrt, MathFn::kRsqrt, true)->Apply(course::bench::configure)->Apply(math_sizes);
-BENCHMARK_CAPTURE(BM_math, library_rsqrt, MathFn::kRsqrt, false)->Apply(course::bench::configure)->Apply(math_sizes);
-BENCHMARK_CAPTURE(BM_math, ptx_tanh, MathFn::kTanh, true)->Apply(course::bench::configure)->Apply(math_sizes);
-BENCHMARK_CAPTURE(BM_math, library_tanh, MathFn::kTanh, false)->Apply(course::bench::configure)->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, ptx_exp2, MathFn::kExp2, true)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, library_exp2, MathFn::kExp2, false)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, ptx_log2, MathFn::kLog2, true)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, library_log2, MathFn::kLog2, false)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, ptx_rsqrt, MathFn::kRsqrt, true)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, library_rsqrt, MathFn::kRsqrt, false)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, ptx_tanh, MathFn::kTanh, true)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
+BENCHMARK_CAPTURE(BM_math, library_tanh, MathFn::kTanh, false)
+    ->Apply(course::bench::configure)
+    ->Apply(math_sizes);
 
 // ------------------------------------------------------------------ warp shuffles
 
@@ -249,13 +266,16 @@ void BM_segment_max_pairs(benchmark::State& state) {
     // out[2s + c] = max over the pairs p of segment s of x[2p + c]
     const std::size_t s = k / 2, c = k % 2;
     double m = -INFINITY;
-    const std::size_t end = std::min<std::size_t>(static_cast<std::size_t>(pairs), (s + 1) * d03::kSegment);
-    for (std::size_t p = s * d03::kSegment; p < end; ++p) m = kMax(m, course::to_double(x[2 * p + c]));
+    const std::size_t end =
+        std::min<std::size_t>(static_cast<std::size_t>(pairs), (s + 1) * d03::kSegment);
+    for (std::size_t p = s * d03::kSegment; p < end; ++p)
+      m = kMax(m, course::to_double(x[2 * p + c]));
     return m;
   });
   if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d03::segment_max_pairs(dx.data(), out.data(), pairs); },
-                         {4.0 * static_cast<double>(pairs + static_cast<std::int64_t>(segments)), 0.0});
+  course::bench::measure(
+      state, [&] { d03::segment_max_pairs(dx.data(), out.data(), pairs); },
+      {4.0 * static_cast<double>(pairs + static_cast<std::int64_t>(segments)), 0.0});
 }
 BENCHMARK(BM_segment_max_pairs)->Apply(course::bench::configure)->Arg(kLarge / 2);
 
@@ -276,8 +296,9 @@ void BM_gelu_fast(benchmark::State& state) {
   const auto check = compare_sampled_within(
       dy.download(), [&](std::size_t i) { return ref::gelu_tanh(course::to_double(x[i])); }, tol);
   if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d03::gelu_fast(dx.data(), dy.data(), n); },
-                         {2.0 * sizeof(T) * static_cast<double>(n), kGeluFlops * static_cast<double>(n)});
+  course::bench::measure(
+      state, [&] { d03::gelu_fast(dx.data(), dy.data(), n); },
+      {2.0 * sizeof(T) * static_cast<double>(n), kGeluFlops * static_cast<double>(n)});
   if (std::is_same_v<T, float> && n == kLarge) course::bench::mark_key(state);
 }
 BENCHMARK_TEMPLATE(BM_gelu_fast, float)->Apply(course::bench::configure)->Arg(kLarge);

@@ -36,7 +36,8 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 // ---------------------------------------------------------------------------------------------
 // The error bounds of the approximate instructions, as the PTX ISA documents them (section
 // "Floating Point Instructions": ex2, lg2, rsqrt, tanh; lesson §3).
-constexpr double kEx2MaxUlp = 2.0;  // ex2.approx.f32: at most 2 ulp from the correctly rounded result
+// ex2.approx.f32: at most 2 ulp from the correctly rounded result.
+constexpr double kEx2MaxUlp = 2.0;
 const double kLg2MaxAbsNearOne = std::exp2(-22.0);  // lg2.approx.f32: absolute error, x in (0.5, 2)
 const double kLg2MaxRel = std::exp2(-22.0);         // ... relative error, other positive x
 const double kRsqrtMaxRel = std::exp2(-22.9);       // rsqrt.approx.f32: relative error
@@ -212,12 +213,23 @@ TEST_F(PtxExp2, HandlesInfinitiesZerosOverflowAndNaN) {
   const double nan = std::nan("");
   expect_special_values(
       kExp2,
-      {{-kInf, 0.0, true},   {kInf, kInf, true},     {0.0f, 1.0, true},     {-0.0f, 1.0, true},
-       {kNaN, nan, true},    {1.0f, 2.0, false},     {-1.0f, 0.5, false},   {0.5f, std::sqrt(2.0), false},
-       {10.0f, 1024.0, false}, {127.0f, std::ldexp(1.0, 127), false},
-       {129.0f, kInf, true}, {200.0f, kInf, true},   {1e30f, kInf, true},   // overflow: +inf
-       {-140.0f, std::ldexp(1.0, -140), false},  {-149.0f, std::ldexp(1.0, -149), false},  // subnormal
-       {-200.0f, 0.0, false}, {-1e30f, 0.0, false}},                         // underflow: 0
+      {{-kInf, 0.0, true},
+       {kInf, kInf, true},
+       {0.0f, 1.0, true},
+       {-0.0f, 1.0, true},
+       {kNaN, nan, true},
+       {1.0f, 2.0, false},
+       {-1.0f, 0.5, false},
+       {0.5f, std::sqrt(2.0), false},
+       {10.0f, 1024.0, false},
+       {127.0f, std::ldexp(1.0, 127), false},
+       {129.0f, kInf, true},
+       {200.0f, kInf, true},
+       {1e30f, kInf, true},  // overflow: +inf
+       {-140.0f, std::ldexp(1.0, -140), false},
+       {-149.0f, std::ldexp(1.0, -149), false},  // subnormal
+       {-200.0f, 0.0, false},
+       {-1e30f, 0.0, false}},  // underflow: 0
       [](float g, double e) { return ref::ulp_distance_f32(g, e) <= kEx2MaxUlp; });
 }
 
@@ -227,7 +239,8 @@ class PtxLog2 : public course::GpuTest {};
 TEST_F(PtxLog2, MeetsTheDocumentedErrorBound) {
   const auto exact = [](double v) { return ref::log2(v); };
   // Near 1 the result is near 0, so the ISA bounds the ABSOLUTE error there...
-  const auto near_one = course::random_uniform<float>((1 << 20) + 3, course::seed_for(12), 0.5, 2.0);
+  const auto near_one =
+      course::random_uniform<float>((1 << 20) + 3, course::seed_for(12), 0.5, 2.0);
   const auto got_near = run_ptx(kLog2, near_one);
   if (!written(kLog2, got_near)) return;
   const Worst abs = worst_error(near_one, got_near, exact, ref::absolute_error);
@@ -245,21 +258,30 @@ TEST_F(PtxLog2, MeetsTheDocumentedErrorBound) {
       << "worst: " << element(near_one, got_near, abs.at, exact) << course::seed_hint();
   EXPECT_LE(rel.error, kLg2MaxRel)
       << "ptx_log2's relative error exceeds 2^-22 away from x = 1. Subnormal inputs need the "
-      << "form without .ftz.\n  worst: " << element(far, got_far, rel.at, exact) << course::seed_hint();
+      << "form without .ftz.\n  worst: " << element(far, got_far, rel.at, exact)
+      << course::seed_hint();
 }
 
 TEST_F(PtxLog2, HandlesZerosNegativesInfinityAndNaN) {
   const double nan = std::nan("");
-  expect_special_values(
-      kLog2,
-      {{0.0f, -kInf, true},  {-0.0f, -kInf, true},  {kInf, kInf, true},      {-kInf, nan, true},
-       {-1.0f, nan, true},   {-3e38f, nan, true},   {kNaN, nan, true},
-       {1.0f, 0.0, false},   {2.0f, 1.0, false},    {1024.0f, 10.0, false},  {0.75f, std::log2(0.75), false},
-       {3e38f, std::log2(3e38), false},             {1e-40f, std::log2(double(1e-40f)), false}},  // subnormal
-      [](float g, double e) {
-        return std::fabs(e) < 1.0 ? ref::absolute_error(g, e) <= kLg2MaxAbsNearOne
-                                  : ref::relative_error(g, e) <= kLg2MaxRel;
-      });
+  expect_special_values(kLog2,
+                        {{0.0f, -kInf, true},
+                         {-0.0f, -kInf, true},
+                         {kInf, kInf, true},
+                         {-kInf, nan, true},
+                         {-1.0f, nan, true},
+                         {-3e38f, nan, true},
+                         {kNaN, nan, true},
+                         {1.0f, 0.0, false},
+                         {2.0f, 1.0, false},
+                         {1024.0f, 10.0, false},
+                         {0.75f, std::log2(0.75), false},
+                         {3e38f, std::log2(3e38), false},
+                         {1e-40f, std::log2(double(1e-40f)), false}},  // subnormal
+                        [](float g, double e) {
+                          return std::fabs(e) < 1.0 ? ref::absolute_error(g, e) <= kLg2MaxAbsNearOne
+                                                    : ref::relative_error(g, e) <= kLg2MaxRel;
+                        });
 }
 
 // ---------------------------------------------------------------- 1c: ptx_rsqrt
@@ -364,7 +386,8 @@ class WarpSum : public course::GpuTest, public ::testing::WithParamInterface<std
 TEST_P(WarpSum, MatchesTheReferenceForEverySize) {
   // Memory past the end holds NaN: a lane past n that loads instead of contributing 0 poisons
   // the last segment's sum.
-  const auto x = course::random_uniform<float>(static_cast<std::size_t>(GetParam()), course::seed_for(21));
+  const auto x =
+      course::random_uniform<float>(static_cast<std::size_t>(GetParam()), course::seed_for(21));
   course::CompareOptions options;
   options.what = "segment sums (out[s] = sum of x[32s .. 32s+31])";
   COURSE_EXPECT_MATCH(run_segment_sum(x), ref::segment_sums(course::as_doubles(x)), options);
@@ -390,7 +413,8 @@ TEST_F(WarpSumSpecialValues, PropagatesInfinityAndNaN) {
 class WarpMax : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
 
 TEST_P(WarpMax, MatchesTheReferenceForEverySize) {
-  const auto x = course::random_uniform<float>(static_cast<std::size_t>(GetParam()), course::seed_for(23));
+  const auto x =
+      course::random_uniform<float>(static_cast<std::size_t>(GetParam()), course::seed_for(23));
   course::CompareOptions options;
   options.what = "segment maxima";
   options.tolerance = kExact;
@@ -453,7 +477,8 @@ struct BroadcastCase {
   std::int64_t n;
   int src_lane;
 };
-class WarpBroadcast : public course::GpuTest, public ::testing::WithParamInterface<BroadcastCase> {};
+class WarpBroadcast : public course::GpuTest,
+                      public ::testing::WithParamInterface<BroadcastCase> {};
 
 TEST_P(WarpBroadcast, EveryLaneReceivesTheSourceLane) {
   const BroadcastCase c = GetParam();
@@ -468,12 +493,14 @@ TEST_P(WarpBroadcast, EveryLaneReceivesTheSourceLane) {
   options.what = "broadcast from lane " + std::to_string(c.src_lane) +
                  " (y[i] = x[32 * (i / 32) + lane], 0 past the end)";
   options.tolerance = kExact;
-  COURSE_EXPECT_MATCH(dy.download(), ref::segment_broadcast(course::as_doubles(x), c.src_lane), options);
+  COURSE_EXPECT_MATCH(dy.download(), ref::segment_broadcast(course::as_doubles(x), c.src_lane),
+                      options);
 }
 INSTANTIATE_TEST_SUITE_P(Lanes, WarpBroadcast,
                          ::testing::Values(BroadcastCase{1, 0}, BroadcastCase{33, 0},
                                            BroadcastCase{33, 7}, BroadcastCase{97, 31},
-                                           BroadcastCase{1021, 31}, BroadcastCase{(1 << 20) + 3, 13}),
+                                           BroadcastCase{1021, 31},
+                                           BroadcastCase{(1 << 20) + 3, 13}),
                          [](const ::testing::TestParamInfo<BroadcastCase>& p) {
                            return "n" + std::to_string(p.param.n) + "_lane" +
                                   std::to_string(p.param.src_lane);
@@ -492,10 +519,12 @@ std::vector<float> run_segment_scan(const std::vector<float>& x, std::size_t gua
 class WarpScan : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
 
 TEST_P(WarpScan, MatchesTheReferenceForEverySize) {
-  const auto x = course::random_uniform<float>(static_cast<std::size_t>(GetParam()), course::seed_for(27));
+  const auto x =
+      course::random_uniform<float>(static_cast<std::size_t>(GetParam()), course::seed_for(27));
   course::CompareOptions options;
   options.what = "inclusive scan per segment";
-  COURSE_EXPECT_MATCH(run_segment_scan(x), ref::segment_inclusive_scan(course::as_doubles(x)), options);
+  COURSE_EXPECT_MATCH(run_segment_scan(x), ref::segment_inclusive_scan(course::as_doubles(x)),
+                      options);
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, WarpScan, ::testing::ValuesIn(kSegmentSizes), size_name);
 
@@ -533,7 +562,8 @@ std::vector<double> run_segment_sum_f64(const std::vector<double>& x) {
 }
 
 TEST_P(ShuffleDouble, SumsFloat64SegmentsForEverySize) {
-  const auto x = course::random_uniform<double>(static_cast<std::size_t>(GetParam()), course::seed_for(31));
+  const auto x =
+      course::random_uniform<double>(static_cast<std::size_t>(GetParam()), course::seed_for(31));
   course::CompareOptions options;
   options.what = "float64 segment sums";
   COURSE_EXPECT_MATCH(run_segment_sum_f64(x), ref::segment_sums(x), options);
@@ -734,7 +764,9 @@ void expect_unaligned_pointers_work() {
 class FastGelu : public course::GpuTest {};
 
 TEST_F(FastGelu, Float32MatchesTheReferenceForEverySize) { expect_every_size_matches<float>(); }
-TEST_F(FastGelu, Float16MatchesTheReferenceForEverySize) { expect_every_size_matches<course::half>(); }
+TEST_F(FastGelu, Float16MatchesTheReferenceForEverySize) {
+  expect_every_size_matches<course::half>();
+}
 TEST_F(FastGelu, Bfloat16MatchesTheReferenceForEverySize) {
   expect_every_size_matches<course::bfloat16>();
 }
@@ -781,9 +813,12 @@ TEST_F(FastGeluError, IsReportedNextToTheTanhfBaseline) {
         w = std::max(w, std::fabs(y[i] - ref::gelu_tanh(x[i])) / (0.5 * std::fabs(x[i])));
     return w;
   };
-  report("gelu_error", "GeLU on " + std::to_string(n) + " inputs in [-6, 6): max |error| / "
-                       "(0.5 |x|) = " + log2_text(worst(fast)) + " with tanh.approx, " +
-                       log2_text(worst(baseline)) + " with tanhf (bound for tanh.approx: 2^-10.987)");
+  report("gelu_error", "GeLU on " + std::to_string(n) +
+                           " inputs in [-6, 6): max |error| / "
+                           "(0.5 |x|) = " +
+                           log2_text(worst(fast)) + " with tanh.approx, " +
+                           log2_text(worst(baseline)) +
+                           " with tanhf (bound for tanh.approx: 2^-10.987)");
 }
 
 }  // namespace

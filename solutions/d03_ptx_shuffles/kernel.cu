@@ -329,7 +329,8 @@ unsigned grid_for(std::int64_t items) {
   int device = 0, sms = 0;
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
   COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::int64_t needed = course::ceil_div<std::int64_t>(std::max<std::int64_t>(items, 1), kBlockThreads);
+  const std::int64_t needed =
+      course::ceil_div<std::int64_t>(std::max<std::int64_t>(items, 1), kBlockThreads);
   return static_cast<unsigned>(std::min<std::int64_t>(needed, std::int64_t{sms} * kBlocksPerSm));
 }
 
@@ -411,10 +412,12 @@ void segment_max_pairs(const course::half* x, course::half* out, std::int64_t pa
 
 void segment_broadcast(const float* x, float* y, std::int64_t n, int src_lane) {
   course::require(n >= 0, "segment_broadcast: n must be >= 0");
-  course::require(src_lane >= 0 && src_lane < kSegment, "segment_broadcast: src_lane must be in [0, 32)");
+  course::require(src_lane >= 0 && src_lane < kSegment,
+                  "segment_broadcast: src_lane must be in [0, 32)");
   if (n == 0) return;
   course::require(x && y, "segment_broadcast: null pointer");
-  segment_broadcast_kernel<<<segment_blocks(n, "segment_broadcast"), kBlockThreads>>>(x, y, n, src_lane);
+  const unsigned blocks = segment_blocks(n, "segment_broadcast");
+  segment_broadcast_kernel<<<blocks, kBlockThreads>>>(x, y, n, src_lane);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -441,7 +444,9 @@ void launch_gelu_fast(const T* x, T* y, std::int64_t n) {
 }
 
 void gelu_fast(const float* x, float* y, std::int64_t n) { launch_gelu_fast(x, y, n); }
-void gelu_fast(const course::half* x, course::half* y, std::int64_t n) { launch_gelu_fast(x, y, n); }
+void gelu_fast(const course::half* x, course::half* y, std::int64_t n) {
+  launch_gelu_fast(x, y, n);
+}
 void gelu_fast(const course::bfloat16* x, course::bfloat16* y, std::int64_t n) {
   launch_gelu_fast(x, y, n);
 }

@@ -88,7 +88,8 @@ inline std::vector<double> segment_sums(const std::vector<double>& x, std::size_
 // out[s] = the largest element of segment s, NaN when the segment holds a NaN (a NaN must reach
 // the result: fmax/fmaxf would drop it).
 inline std::vector<double> segment_max(const std::vector<double>& x, std::size_t segment = 32) {
-  std::vector<double> out(segment_count(x.size(), segment), -std::numeric_limits<double>::infinity());
+  std::vector<double> out(segment_count(x.size(), segment),
+                          -std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < x.size(); ++i) {
     double& m = out[i / segment];
     if (std::isnan(x[i]) || x[i] > m) m = std::isnan(m) ? m : x[i];
