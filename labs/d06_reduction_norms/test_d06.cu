@@ -1,0 +1,736 @@
+// Day 6 tests. Each suite is one exercise of README.md (a suite named ExerciseSomething counts
+// toward Exercise); each test runs in its own process. Outputs are poisoned before every run, so
+// an element the kernel never wrote is reported as such, and guard elements around every output
+// must keep their poison.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "course/buffer.h"
+#include "course/random.h"
+#include "course/reference/norm.h"
+#include "course/reference/softmax.h"
+#include "course/testing.h"
+#include "lab.h"
+
+namespace {
+
+using course::bfloat16;
+using course::DeviceBuffer;
+using course::half;
+namespace ref = course::reference;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string hex_bits(float v) {
+  std::uint32_t b;
+  std::memcpy(&b, &v, 4);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", b);
+  return buf;
+}
+
+// ---------------------------------------------------------------- dtypes
+enum class Dtype { f32, f16, bf16 };
+const Dtype kDtypes[] = {Dtype::f32, Dtype::f16, Dtype::bf16};
+
+const char* dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::f32: return "f32";
+    case Dtype::f16: return "f16";
+    case Dtype::bf16: return "bf16";
+  }
+  return "?";
+}
+
+// Calls f(T{}) with the element type named by d: one test body, three dtypes.
+template <class F>
+void with_dtype(Dtype d, F&& f) {
+  switch (d) {
+    case Dtype::f32: f(float{}); return;
+    case Dtype::f16: f(half{}); return;
+    case Dtype::bf16: f(bfloat16{}); return;
+  }
+}
+
+// n values of T from values given as float64 (rounded to T, as the GPU will see them).
+template <class T>
+std::vector<T> to_dtype(const std::vector<double>& v) {
+  std::vector<T> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = course::from_double<T>(v[i]);
+  return out;
+}
+
+// A device copy of `host` placed `offset` elements into a buffer with kGuard poisoned elements
+// on each side: data() + kGuard + offset is what the kernel gets. offset = 1 makes the pointer
+// not 16-byte aligned.
+constexpr std::size_t kGuard = 16;
+
+template <class T>
+struct Guarded {
+  DeviceBuffer<T> buffer;
+  std::size_t offset = 0, size = 0;
+
+  Guarded(std::size_t n, std::size_t offset_elements) : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
+    buffer.poison();
+  }
+  Guarded(const std::vector<T>& host, std::size_t offset_elements) : Guarded(host.size(), offset_elements) {
+    buffer.upload(host, offset);
+  }
+  T* data() { return buffer.data() + offset; }
+  std::vector<T> download() const { return buffer.download(offset, size); }
+};
+
+// The guard elements before and after an output must still hold their poison.
+template <class T>
+void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
+  const auto all = g.buffer.download();
+  for (std::size_t i = 0; i < g.offset; ++i)
+    if (!course::DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << g.offset - i << " before the start of " << what
+                    << " was written: an index went negative or an offset is wrong";
+      return;
+    }
+  for (std::size_t i = g.offset + g.size; i < all.size(); ++i)
+    if (!course::DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << i - (g.offset + g.size) << " past the end of " << what
+                    << " (of " << g.size << " elements) was written: check the bounds test of "
+                    << "the last vectors of a row, and of the last row";
+      return;
+    }
+}
+
+void synchronize() { COURSE_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+// ---------------------------------------------------------------- how close a float sum must be
+// A float32 sum cannot be held to a tolerance relative to |sum|: when positive and negative
+// values cancel, the sum is small while the rounding errors made on the way are not. The
+// classical bound (Higham, Accuracy and Stability of Numerical Algorithms, §4) for a sum
+// computed as each thread adding L values in order and then a tree of depth D is
+//   |computed - exact| <= (L + D) u sum|x|,   u = 2^-24 (float32's unit roundoff),
+// so the error is measured against sum|x|. kSumErrorUnits = 256 admits any reasonable GPU
+// reduction (a few hundred values per thread, then trees over warps, blocks and partials: real
+// errors are far smaller, as they are random and mostly cancel). A single float accumulator
+// running over millions of values is not a reasonable reduction, and fails.
+constexpr double kFloatUnitRoundoff = 1.0 / (1 << 24);
+constexpr double kSumErrorUnits = 256;
+
+// Empty when `got` is close enough to `want` (the exact sum of values whose absolute values
+// add up to abs_sum); otherwise what is wrong, in words.
+std::string sum_problem(float got, double want, double abs_sum, const std::string& what) {
+  if (course::DType<float>::is_poison(got))
+    return what + " was never written (it still holds the poison value): the kernel did not "
+                  "store its result. Is the TODO still there?";
+  if (std::isnan(want)) {
+    if (std::isnan(got)) return "";
+    return what + " is " + number(got) + " but an input is NaN (or +inf and -inf meet), so the "
+                  "sum must be NaN: additions propagate NaN by themselves, so do not skip values "
+                  "or replace them";
+  }
+  if (std::isinf(want)) {
+    if (got == want) return "";
+    return what + " is " + number(got) + " but the inputs include " + number(want) +
+           " and the sum must be " + number(want);
+  }
+  if (!std::isfinite(got))
+    return what + " is " + number(got) + " where the exact sum is " + number(want) +
+           ": look for a read past the end of x, an uninitialised shared-memory slot, or an "
+           "output that was not set to 0 before the blocks added into it";
+  const double error = std::fabs(static_cast<double>(got) - want);
+  const double allowed = kSumErrorUnits * kFloatUnitRoundoff * abs_sum;
+  if (error <= allowed) return "";
+  return what + ": expected " + number(want) + ", got " + number(got) + " (error " + number(error) +
+         ", allowed " + number(allowed) + " = 256 u sum|x|). Values were skipped or counted twice "
+         "(check the first elements before the 16-byte boundary, the tail, the grid-stride loop "
+         "and which warps' sums the block adds), or the accumulation order loses precision.";
+}
+
+// ================================================================ Exercise 1: block reduction
+struct RowSumCase {
+  std::int64_t cols;
+  int block_threads;
+};
+
+class RowSum : public course::GpuTest, public ::testing::WithParamInterface<RowSumCase> {};
+
+// Sums of every row, checked one by one; reports up to three bad rows.
+void expect_row_sums(const std::vector<float>& x, std::int64_t rows, std::int64_t cols, int block_threads) {
+  DeviceBuffer<float> dx(x);
+  Guarded<float> sums(static_cast<std::size_t>(rows), 0);
+  d06::row_sums(dx.data(), sums.data(), rows, cols, block_threads);
+  synchronize();
+  const auto got = sums.download();
+  const auto xd = course::as_doubles(x);
+  const auto want = ref::row_sums(xd, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols));
+  int reported = 0;
+  for (std::int64_t r = 0; r < rows && reported < 3; ++r) {
+    const std::vector<double> row(xd.begin() + r * cols, xd.begin() + (r + 1) * cols);
+    const std::string problem =
+        sum_problem(got[r], want[r], ref::sum_abs(row),
+                    "sums[" + std::to_string(r) + "] (row " + std::to_string(r) + " of " +
+                        std::to_string(rows) + ", " + std::to_string(cols) + " columns, blocks of " +
+                        std::to_string(block_threads) + " threads)");
+    if (!problem.empty()) {
+      ADD_FAILURE() << problem << course::seed_hint();
+      ++reported;
+    }
+  }
+  expect_guards_untouched(sums, "sums");
+}
+
+TEST_P(RowSum, MatchesTheReferenceForEveryRowLengthAndBlockSize) {
+  const RowSumCase c = GetParam();
+  const std::int64_t rows = 7;
+  expect_row_sums(course::random_uniform<float>(rows * c.cols, course::seed_for(1)), rows, c.cols,
+                  c.block_threads);
+}
+
+std::vector<RowSumCase> row_sum_cases() {
+  std::vector<RowSumCase> cases;
+  for (std::int64_t cols : {1, 31, 33, 1000, 4097, 100003})
+    for (int block : {32, 96, 256, 1024}) cases.push_back({cols, block});
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, RowSum, ::testing::ValuesIn(row_sum_cases()), [](const auto& info) {
+  return "cols" + std::to_string(info.param.cols) + "_block" + std::to_string(info.param.block_threads);
+});
+
+class RowSumEdgeCases : public course::GpuTest {};
+
+TEST_F(RowSumEdgeCases, NaNInARowMakesOnlyThatRowsSumNaN) {
+  const std::int64_t rows = 5, cols = 1000;
+  auto x = course::random_uniform<float>(rows * cols, course::seed_for(2));
+  x[2 * cols + 517] = std::numeric_limits<float>::quiet_NaN();
+  expect_row_sums(x, rows, cols, 256);
+}
+
+TEST_F(RowSumEdgeCases, LargeMagnitudesAreSummedAccurately) {
+  const std::int64_t rows = 5, cols = 4097;
+  expect_row_sums(course::random_uniform<float>(rows * cols, course::seed_for(3), -3e30, 3e30), rows, cols, 256);
+}
+
+// ================================================================ Exercise 2: deterministic sum
+struct SumCase {
+  std::int64_t n;
+  int offset;  // elements: 1 makes x not 16-byte aligned
+};
+
+const std::int64_t kSumSizes[] = {1, 31, 33, 1021, 65537, 1000003, (1 << 24) + 7};
+
+std::vector<SumCase> sum_cases() {
+  std::vector<SumCase> cases;
+  for (std::int64_t n : kSumSizes)
+    for (int offset : {0, 1}) cases.push_back({n, offset});
+  return cases;
+}
+
+std::string sum_case_name(const ::testing::TestParamInfo<SumCase>& info) {
+  return "n" + std::to_string(info.param.n) + (info.param.offset ? "_misaligned" : "");
+}
+
+// Runs sum_two_pass (or sum_atomic) once on x placed `offset` elements into its buffer.
+struct SumRun {
+  Guarded<float> x;
+  Guarded<float> out{1, 0};
+  DeviceBuffer<float> partials{static_cast<std::size_t>(d06::kSumMaxPartials)};
+  SumRun(const std::vector<float>& host, int offset) : x(host, static_cast<std::size_t>(offset)) {}
+
+  float two_pass() {
+    out.buffer.poison();
+    d06::sum_two_pass(x.data(), static_cast<std::int64_t>(x.size), partials.data(), out.data());
+    synchronize();
+    return out.download()[0];
+  }
+  float atomic() {
+    out.buffer.poison();
+    d06::sum_atomic(x.data(), static_cast<std::int64_t>(x.size), out.data());
+    synchronize();
+    return out.download()[0];
+  }
+};
+
+void expect_sum(float got, const std::vector<float>& x, const std::string& what) {
+  const auto xd = course::as_doubles(x);
+  const std::string problem = sum_problem(got, ref::sum(xd), ref::sum_abs(xd), what);
+  if (!problem.empty()) ADD_FAILURE() << problem << course::seed_hint();
+}
+
+class DeterministicSum : public course::GpuTest, public ::testing::WithParamInterface<SumCase> {};
+
+TEST_P(DeterministicSum, MatchesTheReferenceForEverySize) {
+  const SumCase c = GetParam();
+  const auto x = course::random_uniform<float>(static_cast<std::size_t>(c.n), course::seed_for(11));
+  SumRun run(x, c.offset);
+  run.partials.poison();  // what the scratch space held before must not matter
+  expect_sum(run.two_pass(), x, "the sum of " + std::to_string(c.n) + " floats");
+  expect_guards_untouched(run.out, "out (one float)");
+}
+INSTANTIATE_TEST_SUITE_P(Sizes, DeterministicSum, ::testing::ValuesIn(sum_cases()), sum_case_name);
+
+class DeterministicSumRuns : public course::GpuTest {};
+
+TEST_F(DeterministicSumRuns, GiveBitwiseIdenticalResultsWhateverThePartialsHeld) {
+  const std::int64_t n = (1 << 24) + 7;
+  const auto x = course::random_uniform<float>(static_cast<std::size_t>(n), course::seed_for(12));
+  SumRun run(x, 0);
+  run.partials.poison();
+  const float first = run.two_pass();
+  const std::string problem = sum_problem(first, ref::sum(course::as_doubles(x)),
+                                          ref::sum_abs(course::as_doubles(x)), "the first run's sum");
+  ASSERT_TRUE(problem.empty()) << problem << course::seed_hint();
+  constexpr int kRuns = 10;
+  for (int k = 1; k < kRuns; ++k) {
+    // The scratch space holds, in turn, NaNs, zeros and the previous run's partials.
+    if (k % 3 == 1) run.partials.poison();
+    if (k % 3 == 2) run.partials.fill(0.0f);
+    const float again = run.two_pass();
+    ASSERT_EQ(hex_bits(again), hex_bits(first))
+        << "run " << k << " gave " << number(again) << " but run 0 gave " << number(first)
+        << " from the same input: the result depends on timing or on what `partials` held. A "
+           "float atomicAdd in the result path, a race on shared memory, or a partial sum that "
+           "is added to instead of written makes it so (lesson §3).";
+  }
+}
+
+class DeterministicSumEdgeCases : public course::GpuTest {};
+
+TEST_F(DeterministicSumEdgeCases, PropagatesNaNAndInfinity) {
+  const std::int64_t n = 100003;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  auto base = course::random_uniform<float>(static_cast<std::size_t>(n), course::seed_for(13));
+  auto with_nan = base;
+  with_nan[77777] = nan;
+  expect_sum(SumRun(with_nan, 0).two_pass(), with_nan, "the sum with a NaN at index 77777");
+  auto with_inf = base;
+  with_inf[n - 1] = inf;
+  expect_sum(SumRun(with_inf, 0).two_pass(), with_inf, "the sum with +inf as the last element");
+  auto with_both = with_inf;
+  with_both[3] = -inf;
+  expect_sum(SumRun(with_both, 0).two_pass(), with_both, "the sum holding both +inf and -inf");
+}
+
+TEST_F(DeterministicSumEdgeCases, StaysAccurateForLargeMagnitudes) {
+  const auto huge = course::random_uniform<float>(1000003, course::seed_for(14), -3e30, 3e30);
+  expect_sum(SumRun(huge, 0).two_pass(), huge, "the sum of values in [-3e30, 3e30]");
+  // All positive, 2^24 of them: a running float total passes 2^24 early on, and after that
+  // adding a value near 1.5e6 rounds off more than a reduction tree ever does.
+  const auto positive = course::random_uniform<float>((1 << 24) + 7, course::seed_for(15), 1e6, 2e6);
+  expect_sum(SumRun(positive, 0).two_pass(), positive, "the sum of 2^24 + 7 values in [1e6, 2e6]");
+}
+
+// ================================================================ Exercise 3: atomic sum
+class AtomicSum : public course::GpuTest, public ::testing::WithParamInterface<SumCase> {};
+
+TEST_P(AtomicSum, IsAccurateThoughNotReproducible) {
+  const SumCase c = GetParam();
+  const auto x = course::random_uniform<float>(static_cast<std::size_t>(c.n), course::seed_for(21));
+  SumRun run(x, c.offset);
+  // out holds NaN before the call: the launcher must set it to 0 before the blocks add to it.
+  expect_sum(run.atomic(), x, "the atomic sum of " + std::to_string(c.n) + " floats");
+  expect_guards_untouched(run.out, "out (one float)");
+}
+INSTANTIATE_TEST_SUITE_P(Sizes, AtomicSum, ::testing::ValuesIn(sum_cases()), sum_case_name);
+
+// ================================================================ Exercises 4-6: shapes
+struct RowCase {
+  Dtype dtype;
+  std::int64_t rows, hidden;
+};
+
+// Hidden sizes from one element to the largest, odd ones (not a multiple of the vector width)
+// included; short rows get many rows (one warp per row, several rows per block).
+const std::int64_t kHiddens[] = {1, 33, 128, 1000, 4096, 4097, 16384};
+
+std::vector<RowCase> row_cases() {
+  std::vector<RowCase> cases;
+  for (Dtype d : kDtypes)
+    for (std::int64_t hidden : kHiddens) cases.push_back({d, hidden <= 128 ? 257 : 37, hidden});
+  return cases;
+}
+
+std::string row_case_name(const ::testing::TestParamInfo<RowCase>& info) {
+  return std::string(dtype_name(info.param.dtype)) + "_" + std::to_string(info.param.rows) + "x" +
+         std::to_string(info.param.hidden);
+}
+
+std::string dtype_param_name(const ::testing::TestParamInfo<Dtype>& info) { return dtype_name(info.param); }
+
+std::string shape_text(std::int64_t rows, std::int64_t hidden) {
+  return " [" + std::to_string(rows) + " x " + std::to_string(hidden) + "]";
+}
+
+// ================================================================ Exercise 4: RMSNorm
+constexpr float kRmsEps = 1e-6f;
+
+template <class T>
+void expect_rmsnorm(const std::vector<T>& x, const std::vector<T>& w, std::int64_t rows,
+                    std::int64_t hidden, std::size_t offset = 0) {
+  Guarded<T> dx(x, offset), dw(w, offset), dy(x.size(), offset);
+  d06::rmsnorm(dx.data(), dw.data(), dy.data(), rows, hidden, kRmsEps);
+  synchronize();
+  course::CompareOptions o;
+  o.cols = hidden;
+  o.what = std::string("y") + shape_text(rows, hidden);
+  COURSE_EXPECT_MATCH(dy.download(),
+                      ref::rmsnorm(course::as_doubles(x), course::as_doubles(w), rows, hidden, kRmsEps), o);
+  expect_guards_untouched(dy, "y");
+}
+
+template <class T>
+void rmsnorm_on_random(std::int64_t rows, std::int64_t hidden, std::size_t offset = 0, double scale = 2.0) {
+  expect_rmsnorm(course::random_uniform<T>(rows * hidden, course::seed_for(31), -scale, scale),
+                 course::random_uniform<T>(hidden, course::seed_for(32), -2.0, 2.0), rows, hidden, offset);
+}
+
+class RmsNorm : public course::GpuTest, public ::testing::WithParamInterface<RowCase> {};
+
+TEST_P(RmsNorm, MatchesTheReference) {
+  const RowCase c = GetParam();
+  with_dtype(c.dtype, [&](auto tag) { rmsnorm_on_random<decltype(tag)>(c.rows, c.hidden); });
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, RmsNorm, ::testing::ValuesIn(row_cases()), row_case_name);
+
+class RmsNormEdgeCases : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(RmsNormEdgeCases, HandlesPointersNotAlignedTo16Bytes) {
+  // Every pointer one element past a 16-byte boundary: the 16-byte loads cannot be used.
+  with_dtype(GetParam(), [&](auto tag) { rmsnorm_on_random<decltype(tag)>(37, 4096, 1); });
+}
+
+TEST_P(RmsNormEdgeCases, NaNInARowMakesOnlyThatRowNaN) {
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    auto x = course::random_uniform<T>(5 * 1000, course::seed_for(33), -2.0, 2.0);
+    x[2 * 1000 + 517] = course::from_double<T>(kNaN);
+    expect_rmsnorm(x, course::random_uniform<T>(1000, course::seed_for(34), -2.0, 2.0), 5, 1000);
+  });
+}
+
+TEST_P(RmsNormEdgeCases, AllZeroRowGivesZerosNotNaN) {
+  // Row 1 holds +0 and -0: mean(x^2) = 0, and only eps keeps 0 / sqrt(0) from being NaN.
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t rows = 3, hidden = 4096;
+    auto x = course::random_uniform<T>(rows * hidden, course::seed_for(35), -2.0, 2.0);
+    for (std::int64_t c = 0; c < hidden; ++c) x[hidden + c] = course::from_double<T>(c % 2 ? -0.0 : 0.0);
+    expect_rmsnorm(x, course::random_uniform<T>(hidden, course::seed_for(36), -2.0, 2.0), rows, hidden);
+  });
+}
+
+TEST_P(RmsNormEdgeCases, SmallInputsShowThatEpsIsInsideTheSquareRoot) {
+  // |x| < 1e-3: mean(x^2) ~ 3e-7 is comparable to eps = 1e-6, so 1/sqrt(mean + eps) and
+  // 1/(sqrt(mean) + eps) differ by a factor of about two.
+  with_dtype(GetParam(), [&](auto tag) { rmsnorm_on_random<decltype(tag)>(8, 4096, 0, 1e-3); });
+}
+
+TEST_P(RmsNormEdgeCases, HandlesLargeMagnitudes) {
+  // As large as float32 squares allow (x^2 summed over a row must stay below 3.4e38) or, for
+  // float16, as large as the type holds.
+  const Dtype d = GetParam();
+  with_dtype(d, [&](auto tag) { rmsnorm_on_random<decltype(tag)>(8, 4096, 0, d == Dtype::f16 ? 6e4 : 1e15); });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, RmsNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
+
+// ================================================================ Exercise 5: fused add + RMSNorm
+template <class T>
+void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& residual, const std::vector<T>& w,
+                              std::int64_t rows, std::int64_t hidden, std::size_t offset, bool in_place) {
+  Guarded<T> dx(x, offset), dres(residual, offset), dw(w, offset), dy(x.size(), offset);
+  T* y = in_place ? dx.data() : dy.data();
+  d06::fused_add_rmsnorm(dx.data(), dres.data(), dw.data(), y, rows, hidden, kRmsEps);
+  synchronize();
+  const auto want = ref::fused_add_rmsnorm(course::as_doubles(x), course::as_doubles(residual),
+                                           course::as_doubles(w), rows, hidden, kRmsEps);
+  course::CompareOptions o;
+  o.cols = hidden;
+  o.what = "residual" + shape_text(rows, hidden) + " (must be updated in place to x + residual)";
+  COURSE_EXPECT_MATCH(dres.download(), want.residual, o);
+  expect_guards_untouched(dres, "residual");
+  o.what = std::string(in_place ? "y, written over x," : "y") + shape_text(rows, hidden) +
+           " (rmsnorm of the new residual)";
+  COURSE_EXPECT_MATCH(in_place ? dx.download() : dy.download(), want.y, o);
+  expect_guards_untouched(in_place ? dx : dy, in_place ? "x (= y)" : "y");
+  if (!in_place) {
+    const auto x_after = dx.download();
+    EXPECT_EQ(0, std::memcmp(x_after.data(), x.data(), x.size() * sizeof(T)))
+        << "x was modified: fused_add_rmsnorm only reads x (the sum goes to residual, the "
+           "output to y)";
+  }
+}
+
+template <class T>
+void fused_on_random(std::int64_t rows, std::int64_t hidden, std::size_t offset, bool in_place) {
+  expect_fused_add_rmsnorm(course::random_uniform<T>(rows * hidden, course::seed_for(41)),
+                           course::random_uniform<T>(rows * hidden, course::seed_for(42)),
+                           course::random_uniform<T>(hidden, course::seed_for(43), -2.0, 2.0), rows, hidden,
+                           offset, in_place);
+}
+
+class FusedAddRmsNorm : public course::GpuTest, public ::testing::WithParamInterface<RowCase> {};
+
+TEST_P(FusedAddRmsNorm, UpdatesTheResidualInPlaceAndNormalisesIt) {
+  const RowCase c = GetParam();
+  with_dtype(c.dtype, [&](auto tag) { fused_on_random<decltype(tag)>(c.rows, c.hidden, 0, false); });
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, FusedAddRmsNorm, ::testing::ValuesIn(row_cases()), row_case_name);
+
+class FusedAddRmsNormEdgeCases : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(FusedAddRmsNormEdgeCases, WritesTheOutputOverTheInputLikeVllm) {
+  with_dtype(GetParam(), [&](auto tag) {
+    fused_on_random<decltype(tag)>(37, 4096, 0, true);
+    fused_on_random<decltype(tag)>(37, 4097, 0, true);
+  });
+}
+
+TEST_P(FusedAddRmsNormEdgeCases, HandlesPointersNotAlignedTo16Bytes) {
+  with_dtype(GetParam(), [&](auto tag) { fused_on_random<decltype(tag)>(37, 4096, 1, false); });
+}
+
+TEST_P(FusedAddRmsNormEdgeCases, NaNInXSpoilsOneResidualElementAndTheWholeRowOfY) {
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    auto x = course::random_uniform<T>(5 * 1000, course::seed_for(44));
+    x[3 * 1000 + 5] = course::from_double<T>(kNaN);
+    expect_fused_add_rmsnorm(x, course::random_uniform<T>(5 * 1000, course::seed_for(45)),
+                             course::random_uniform<T>(1000, course::seed_for(46), -2.0, 2.0), 5, 1000, 0, false);
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, FusedAddRmsNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
+
+// ================================================================ Exercise 6: LayerNorm (Welford)
+constexpr float kLayerNormEps = 1e-5f;
+
+// Rows with different means: x[r, c] = offset_r + U(-1, 1), offset_r in [-2, 2].
+std::vector<double> rows_with_offsets(std::int64_t rows, std::int64_t hidden, std::uint64_t seed) {
+  const auto noise = course::random_uniform<double>(rows * hidden, seed);
+  const auto offsets = course::random_uniform<double>(rows, seed + 1, -2.0, 2.0);
+  std::vector<double> x(noise.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = offsets[i / hidden] + noise[i];
+  return x;
+}
+
+struct LayerNormCheck {
+  bool statistics = true;                     // pass mean/rstd pointers (else null)
+  course::Tolerance y_tolerance{-1.0, -1.0};  // negative: the dtype's default
+};
+
+template <class T>
+void expect_layernorm(const std::vector<T>& x, std::int64_t rows, std::int64_t hidden, std::size_t offset = 0,
+                      LayerNormCheck check = {}) {
+  const auto gamma = course::random_uniform<T>(hidden, course::seed_for(51), -2.0, 2.0);
+  const auto beta = course::random_uniform<T>(hidden, course::seed_for(52), -1.0, 1.0);
+  Guarded<T> dx(x, offset), dg(gamma, offset), db(beta, offset), dy(x.size(), offset);
+  Guarded<float> mean(rows, 0), rstd(rows, 0);
+  d06::layernorm(dx.data(), dg.data(), db.data(), dy.data(), check.statistics ? mean.data() : nullptr,
+                 check.statistics ? rstd.data() : nullptr, rows, hidden, kLayerNormEps);
+  synchronize();
+  const auto want = ref::layernorm(course::as_doubles(x), course::as_doubles(gamma), course::as_doubles(beta),
+                                   rows, hidden, kLayerNormEps);
+  course::CompareOptions o;
+  o.cols = hidden;
+  o.tolerance = check.y_tolerance;
+  o.what = std::string("y") + shape_text(rows, hidden);
+  COURSE_EXPECT_MATCH(dy.download(), want.y, o);
+  expect_guards_untouched(dy, "y");
+  if (check.statistics) {
+    course::CompareOptions s;
+    s.what = "mean (one float per row, written by one thread of the row)";
+    COURSE_EXPECT_MATCH(mean.download(), want.mean, s);
+    s.what = "rstd = 1 / sqrt(var + eps) (one float per row; var is the biased variance, / hidden)";
+    COURSE_EXPECT_MATCH(rstd.download(), want.rstd, s);
+  }
+  expect_guards_untouched(mean, "mean");
+  expect_guards_untouched(rstd, "rstd");
+}
+
+class LayerNorm : public course::GpuTest, public ::testing::WithParamInterface<RowCase> {};
+
+TEST_P(LayerNorm, MatchesTheReferenceAndItsStatistics) {
+  const RowCase c = GetParam();
+  with_dtype(c.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    expect_layernorm(to_dtype<T>(rows_with_offsets(c.rows, c.hidden, course::seed_for(53))), c.rows, c.hidden);
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, LayerNorm, ::testing::ValuesIn(row_cases()), row_case_name);
+
+class LayerNormEdgeCases : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(LayerNormEdgeCases, HandlesPointersNotAlignedTo16Bytes) {
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    expect_layernorm(to_dtype<T>(rows_with_offsets(37, 4096, course::seed_for(54))), 37, 4096, 1);
+  });
+}
+
+TEST_P(LayerNormEdgeCases, SkipsTheStatisticsWhenTheirPointersAreNull) {
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    LayerNormCheck check;
+    check.statistics = false;
+    expect_layernorm(to_dtype<T>(rows_with_offsets(37, 1000, course::seed_for(55))), 37, 1000, 0, check);
+  });
+}
+
+TEST_P(LayerNormEdgeCases, ConstantRowsGiveBeta) {
+  // Variance 0: y = 0 * rstd * gamma + beta. A variance computed as E[x^2] - mean^2 comes out
+  // slightly negative or positive instead of 0, and the row is NaN or noise.
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t rows = 4, hidden = 4096;
+    std::vector<double> x(rows * hidden);
+    const double values[] = {3.7, -1234.5, 0.1, 77.7};
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = values[i / hidden];
+    expect_layernorm(to_dtype<T>(x), rows, hidden);
+  });
+}
+
+TEST_P(LayerNormEdgeCases, NaNInARowMakesOnlyThatRowAndItsStatisticsNaN) {
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    auto x = rows_with_offsets(5, 1000, course::seed_for(56));
+    x[1 * 1000 + 999] = kNaN;
+    expect_layernorm(to_dtype<T>(x), 5, 1000);
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, LayerNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
+
+class LayerNormStatistics : public course::GpuTest {};
+
+TEST_F(LayerNormStatistics, StayAccurateWhenTheMeanIsLargeComparedToTheSpread) {
+  // x = 1000 + U(-1, 1) in float32. E[x^2] ~ 1e6 and mean^2 ~ 1e6 agree in their first six
+  // digits, so var = E[x^2] - mean^2 in float32 keeps almost none (errors of 10-100%); Welford
+  // never forms those large squares. mean and rstd are held to the float32 default.
+  // kShiftedTolerance, for y only: x - mean cancels the 1000, so its absolute error is about
+  // ulp(1000) = 6e-5 whatever the algorithm (the inputs themselves are only that precise), ~1e-4
+  // relative to the spread of the row. 1e-3 in norm leaves room for that and still catches a
+  // wrong variance by orders of magnitude.
+  constexpr course::Tolerance kShiftedTolerance{1e-3, 1e-2};
+  const std::int64_t rows = 16, hidden = 4096;
+  auto x = course::random_uniform<double>(rows * hidden, course::seed_for(57));
+  for (double& v : x) v += 1000.0;
+  LayerNormCheck check;
+  check.y_tolerance = kShiftedTolerance;
+  expect_layernorm(to_dtype<float>(x), rows, hidden, 0, check);
+}
+
+// ================================================================ Exercise 7: online softmax
+template <class T>
+void expect_softmax(const std::vector<T>& x, std::int64_t rows, std::int64_t cols, std::size_t offset = 0) {
+  Guarded<T> dx(x, offset), dy(x.size(), offset);
+  d06::softmax_online(dx.data(), dy.data(), rows, cols);
+  synchronize();
+  course::CompareOptions o;
+  o.cols = cols;
+  o.what = std::string("y") + shape_text(rows, cols);
+  COURSE_EXPECT_MATCH(dy.download(), ref::softmax_rows(course::as_doubles(x), rows, cols), o);
+  expect_guards_untouched(dy, "y");
+}
+
+struct SoftmaxCase {
+  Dtype dtype;
+  std::int64_t rows, cols;
+};
+
+std::vector<SoftmaxCase> softmax_cases() {
+  std::vector<SoftmaxCase> cases;
+  for (Dtype d : kDtypes)
+    for (std::int64_t cols : {1, 33, 1000, 4097, 65536 + 7, 262144}) cases.push_back({d, cols <= 4097 ? 37 : 5, cols});
+  return cases;
+}
+
+class OnlineSoftmax : public course::GpuTest, public ::testing::WithParamInterface<SoftmaxCase> {};
+
+TEST_P(OnlineSoftmax, MatchesTheReference) {
+  const SoftmaxCase c = GetParam();
+  with_dtype(c.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    expect_softmax(course::random_uniform<T>(c.rows * c.cols, course::seed_for(61), -8.0, 8.0), c.rows, c.cols);
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, OnlineSoftmax, ::testing::ValuesIn(softmax_cases()), [](const auto& info) {
+  return std::string(dtype_name(info.param.dtype)) + "_" + std::to_string(info.param.rows) + "x" +
+         std::to_string(info.param.cols);
+});
+
+class OnlineSoftmaxEdgeCases : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(OnlineSoftmaxEdgeCases, RescalesTheSumWhenTheMaximumChanges) {
+  // Row 0 rises from start to end (a new maximum at every element), row 1 falls, row 2 is
+  // noise with its maximum in the very last element: every order of "max found" happens.
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    for (std::int64_t cols : {4096, 100003}) {
+      std::vector<double> x = course::random_uniform<double>(3 * cols, course::seed_for(62), -8.0, 8.0);
+      for (std::int64_t c = 0; c < cols; ++c) {
+        x[c] = 20.0 * static_cast<double>(c) / static_cast<double>(cols);
+        x[cols + c] = -x[c];
+      }
+      x[3 * cols - 1] = 30.0;
+      expect_softmax(to_dtype<T>(x), 3, cols);
+    }
+  });
+}
+
+TEST_P(OnlineSoftmaxEdgeCases, MaskedEntriesGiveZeroAndAFullyMaskedRowIsNaN) {
+  // -inf is how attention masks an entry out. Row 0: every third entry masked. Row 1: all
+  // masked (NaN, as PyTorch). Row 2: masked up to its last entry, which gets probability 1.
+  // Row 3: only its first entry is not masked.
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t cols = 1000;
+    std::vector<double> x = course::random_uniform<double>(4 * cols, course::seed_for(63), -8.0, 8.0);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      if (c % 3 == 0) x[c] = -kInf;
+      x[cols + c] = -kInf;
+      if (c < cols - 1) x[2 * cols + c] = -kInf;
+      if (c > 0) x[3 * cols + c] = -kInf;
+    }
+    expect_softmax(to_dtype<T>(x), 4, cols);
+  });
+}
+
+TEST_P(OnlineSoftmaxEdgeCases, NaNOrPlusInfinityMakesOnlyItsRowNaN) {
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t cols = 1000;
+    std::vector<double> x = course::random_uniform<double>(3 * cols, course::seed_for(64), -8.0, 8.0);
+    x[500] = kNaN;
+    x[cols + 10] = kInf;
+    expect_softmax(to_dtype<T>(x), 3, cols);
+  });
+}
+
+TEST_P(OnlineSoftmaxEdgeCases, LargeValuesDoNotOverflow) {
+  // exp(30000) overflows every float type: only x - max keeps the exponents <= 0.
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    auto x = course::random_uniform<double>(5 * 4096, course::seed_for(65), -20.0, 20.0);
+    for (double& v : x) v += 30000.0;
+    expect_softmax(to_dtype<T>(x), 5, 4096);
+  });
+}
+
+TEST_P(OnlineSoftmaxEdgeCases, HandlesPointersNotAlignedTo16Bytes) {
+  with_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    expect_softmax(course::random_uniform<T>(5 * 4096, course::seed_for(66), -8.0, 8.0), 5, 4096, 1);
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, OnlineSoftmaxEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
+
+}  // namespace
