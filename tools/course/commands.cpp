@@ -440,6 +440,7 @@ int cmd_bench(Context& c, const std::vector<std::string>& args) {
     record_doc.set("verdict", JsonValue::string("skipped"));
     record_doc.set("skip_reason", JsonValue::string(why));
     record(c, record_name, record_doc);
+    *c.out << "results: " << c.show(c.results_dir() / record_name) << "\n";
     return kExitSkipped;
   }
   const BenchRun& yours = sides[0].run;
