@@ -215,7 +215,9 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 // =============================================================================================
-// Launchers (given in the starter too).
+// Launchers (given). They check the arguments, choose the path (16-byte vectors when the
+// pointers and the sizes allow them, one element at a time otherwise) and size the grid to one
+// full wave (lesson §5.3, §5.4). You do not need to change anything below this line.
 
 // One full wave: how many blocks of kBlockThreads fit on the whole GPU at once, for this kernel
 // (its registers decide how many fit on one SM; the occupancy calculator knows).
