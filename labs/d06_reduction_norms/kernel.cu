@@ -221,7 +221,8 @@ __global__ void __maxnreg__(kMaxRegisters)
   //     delta * (1.0f / (k * N + j + 1)) and no division is left). After each vector,
   //     stats.count = (k + 1) * N.
   //  3. stats = block_welford(stats); mean = stats.mean;
-  //     rstd = rsqrtf(max(stats.m2 * inv_hidden, 0) + eps).
+  //     var = stats.m2 * inv_hidden; rstd = rsqrtf((var < 0 ? 0 : var) + eps) (not fmaxf: it
+  //     turns a NaN into 0, and a row holding a NaN must give NaN statistics).
   //  4. Thread 0 of the row writes mean_out[row] and rstd_out[row] (each only if not null).
   //  5. y = (x - mean) * rstd * gamma + beta from the cached row, in float, stored as T (load
   //     gamma and beta one vector at a time: all of them would not fit in the registers).

@@ -457,11 +457,21 @@ void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& res
   course::CompareOptions o;
   o.cols = hidden;
   o.what = "residual" + shape_text(rows, hidden) + " (must be updated in place to x + residual)";
-  COURSE_EXPECT_MATCH(dres.download(), want.residual, o);
+  const auto residual_after = dres.download();
+  if (std::memcmp(residual_after.data(), residual.data(), residual.size() * sizeof(T)) == 0)
+    ADD_FAILURE() << "residual still holds exactly its input values: the kernel must write "
+                     "x + residual back into it (TODO d06.5)";
+  else
+    COURSE_EXPECT_MATCH(residual_after, want.residual, o);
   expect_guards_untouched(dres, "residual");
   o.what = std::string(in_place ? "y, written over x," : "y") + shape_text(rows, hidden) +
            " (rmsnorm of the new residual)";
-  COURSE_EXPECT_MATCH(in_place ? dx.download() : dy.download(), want.y, o);
+  const auto y_after = in_place ? dx.download() : dy.download();
+  if (in_place && std::memcmp(y_after.data(), x.data(), x.size() * sizeof(T)) == 0)
+    ADD_FAILURE() << "y is x here, and x still holds exactly its input values: the output was "
+                     "never written over it";
+  else
+    COURSE_EXPECT_MATCH(y_after, want.y, o);
   expect_guards_untouched(in_place ? dx : dy, in_place ? "x (= y)" : "y");
   if (!in_place) {
     const auto x_after = dx.download();
@@ -646,10 +656,14 @@ struct SoftmaxCase {
   std::int64_t rows, cols;
 };
 
+// float16 stops at 65543 columns: the probabilities of a 262144-wide row are all below 2^-14,
+// where float16 is subnormal with a fixed spacing of 2^-24 (a few percent of each value), and the
+// test would measure the format, not the kernel. bfloat16 has float32's exponent range.
 std::vector<SoftmaxCase> softmax_cases() {
   std::vector<SoftmaxCase> cases;
   for (Dtype d : kDtypes)
-    for (std::int64_t cols : {1, 33, 1000, 4097, 65536 + 7, 262144}) cases.push_back({d, cols <= 4097 ? 37 : 5, cols});
+    for (std::int64_t cols : {1, 33, 1000, 4097, 65536 + 7, 262144})
+      if (!(d == Dtype::f16 && cols > 65536 + 7)) cases.push_back({d, cols <= 4097 ? 37 : 5, cols});
   return cases;
 }
 

@@ -346,7 +346,10 @@ __global__ void __maxnreg__(kMaxRegisters)
   }
   stats = block_welford(stats);
   const float mean = stats.mean;
-  const float rstd = rsqrtf(fmaxf(stats.m2 * inv_hidden, 0.0f) + eps);
+  // M2 >= 0 up to rounding; clamp a rounding-negative variance to 0, but let NaN through
+  // (fmaxf(NaN, 0) would be 0, and a NaN row's rstd must stay NaN).
+  const float var = stats.m2 * inv_hidden;
+  const float rstd = rsqrtf((var < 0.0f ? 0.0f : var) + eps);
   if (threadIdx.x == 0) {
     if (mean_out != nullptr) mean_out[row] = mean;
     if (rstd_out != nullptr) rstd_out[row] = rstd;
