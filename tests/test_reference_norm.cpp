@@ -112,7 +112,8 @@ TEST(ReferenceLayerNorm, GivesZeroMeanUnitVarianceThenScalesAndShifts) {
 TEST(ReferenceLayerNorm, IsExactForALargeMeanAndASmallSpread) {
   // Values 1e8 + {-1, 0, 1, 0}: the naive E[x^2] - E[x]^2 in float64 loses it all (1e16 + 1
   // rounds to 1e16); the two-pass reference keeps var = 0.5 exactly.
-  const auto out = ref::layernorm({1e8 - 1, 1e8, 1e8 + 1, 1e8}, {1, 1, 1, 1}, {0, 0, 0, 0}, 1, 4, 0.0);
+  const auto out =
+      ref::layernorm({1e8 - 1, 1e8, 1e8 + 1, 1e8}, {1, 1, 1, 1}, {0, 0, 0, 0}, 1, 4, 0.0);
   EXPECT_EQ(out.mean[0], 1e8);
   EXPECT_DOUBLE_EQ(out.rstd[0], 1.0 / std::sqrt(0.5));
 }

@@ -66,7 +66,9 @@ void bench_sum(benchmark::State& state, bool atomic) {
   options.tolerance = kSumTolerance;
   options.what = atomic ? "the atomic sum" : "the two-pass sum";
   const double want = ref::sum(course::as_doubles(x));
-  if (!course::bench::verified(state, course::compare(out.download(), std::vector<double>{want}, options))) return;
+  if (!course::bench::verified(state,
+                               course::compare(out.download(), std::vector<double>{want}, options)))
+    return;
   std::set<std::uint32_t> distinct;
   for (int i = 0; i < kReproducibilityRuns; ++i) {
     run();
@@ -82,8 +84,16 @@ void bench_sum(benchmark::State& state, bool atomic) {
 void BM_sum_1_two_pass(benchmark::State& state) { bench_sum(state, false); }
 void BM_sum_2_atomic(benchmark::State& state) { bench_sum(state, true); }
 // 2^26 floats = 256 MiB (far past the 50 MB L2), and a smaller size for the launch overheads.
-BENCHMARK(BM_sum_1_two_pass)->Apply(course::bench::configure)->ArgName("n")->Arg(1 << 20)->Arg(1 << 26);
-BENCHMARK(BM_sum_2_atomic)->Apply(course::bench::configure)->ArgName("n")->Arg(1 << 20)->Arg(1 << 26);
+BENCHMARK(BM_sum_1_two_pass)
+    ->Apply(course::bench::configure)
+    ->ArgName("n")
+    ->Arg(1 << 20)
+    ->Arg(1 << 26);
+BENCHMARK(BM_sum_2_atomic)
+    ->Apply(course::bench::configure)
+    ->ArgName("n")
+    ->Arg(1 << 20)
+    ->Arg(1 << 26);
 
 // ---------------------------------------------------------------- row-wise normalisations
 // The reference at element i of a [rows, hidden] output, one row's statistic computed on first
@@ -119,13 +129,15 @@ void BM_rmsnorm(benchmark::State& state) {
   dy.poison();
   d06::rmsnorm(dx.data(), dw.data(), dy.data(), rows, hidden, kEps);
   const auto xd = course::as_doubles(x), wd = course::as_doubles(w);
-  RowStatistic inv_rms(rows, [&](std::size_t r) { return ref::rms_inverse(xd.data() + r * hidden, hidden, kEps); });
-  const auto check = course::bench::compare_sampled(dy.download(), [&](std::size_t i) {
-    return xd[i] * inv_rms(i / hidden) * wd[i % hidden];
-  });
+  RowStatistic inv_rms(
+      rows, [&](std::size_t r) { return ref::rms_inverse(xd.data() + r * hidden, hidden, kEps); });
+  const auto check = course::bench::compare_sampled(
+      dy.download(), [&](std::size_t i) { return xd[i] * inv_rms(i / hidden) * wd[i % hidden]; });
   if (!course::bench::verified(state, check)) return;
-  const double bytes = static_cast<double>(sizeof(T)) * (2.0 * static_cast<double>(n) + static_cast<double>(hidden));
-  course::bench::measure(state, [&] { d06::rmsnorm(dx.data(), dw.data(), dy.data(), rows, hidden, kEps); },
+  const double bytes =
+      static_cast<double>(sizeof(T)) * (2.0 * static_cast<double>(n) + static_cast<double>(hidden));
+  course::bench::measure(state,
+                         [&] { d06::rmsnorm(dx.data(), dw.data(), dy.data(), rows, hidden, kEps); },
                          {bytes, 4.0 * static_cast<double>(n)});
   if (std::is_same_v<T, bfloat16> && is_key(rows, hidden)) course::bench::mark_key(state);
 }
@@ -139,8 +151,16 @@ void rmsnorm_shapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK_TEMPLATE(BM_rmsnorm, bfloat16)->Name("BM_rmsnorm_bf16")->Apply(rmsnorm_shapes);
-BENCHMARK_TEMPLATE(BM_rmsnorm, half)->Name("BM_rmsnorm_f16")->Apply(course::bench::configure)->ArgNames({"rows", "hidden"})->Args({16384, 4096});
-BENCHMARK_TEMPLATE(BM_rmsnorm, float)->Name("BM_rmsnorm_f32")->Apply(course::bench::configure)->ArgNames({"rows", "hidden"})->Args({16384, 4096});
+BENCHMARK_TEMPLATE(BM_rmsnorm, half)
+    ->Name("BM_rmsnorm_f16")
+    ->Apply(course::bench::configure)
+    ->ArgNames({"rows", "hidden"})
+    ->Args({16384, 4096});
+BENCHMARK_TEMPLATE(BM_rmsnorm, float)
+    ->Name("BM_rmsnorm_f32")
+    ->Apply(course::bench::configure)
+    ->ArgNames({"rows", "hidden"})
+    ->Args({16384, 4096});
 
 template <class T>
 void BM_fused_add_rmsnorm(benchmark::State& state) {
@@ -153,20 +173,27 @@ void BM_fused_add_rmsnorm(benchmark::State& state) {
   dy.poison();
   d06::fused_add_rmsnorm(dx.data(), dres.data(), dw.data(), dy.data(), rows, hidden, kEps);
   std::vector<double> sum(n);
-  for (std::size_t i = 0; i < n; ++i) sum[i] = course::to_double(x[i]) + course::to_double(residual[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    sum[i] = course::to_double(x[i]) + course::to_double(residual[i]);
   const auto wd = course::as_doubles(w);
-  RowStatistic inv_rms(rows, [&](std::size_t r) { return ref::rms_inverse(sum.data() + r * hidden, hidden, kEps); });
-  auto check = course::bench::compare_sampled(dres.download(), [&](std::size_t i) { return sum[i]; });
+  RowStatistic inv_rms(
+      rows, [&](std::size_t r) { return ref::rms_inverse(sum.data() + r * hidden, hidden, kEps); });
+  auto check =
+      course::bench::compare_sampled(dres.download(), [&](std::size_t i) { return sum[i]; });
   if (check.ok)
     check = course::bench::compare_sampled(dy.download(), [&](std::size_t i) {
       return sum[i] * inv_rms(i / hidden) * wd[i % hidden];
     });
   if (!course::bench::verified(state, check)) return;
   // Timed runs keep adding x into the residual: the values drift, the traffic does not.
-  const double bytes = static_cast<double>(sizeof(T)) * (4.0 * static_cast<double>(n) + static_cast<double>(hidden));
-  course::bench::measure(
-      state, [&] { d06::fused_add_rmsnorm(dx.data(), dres.data(), dw.data(), dy.data(), rows, hidden, kEps); },
-      {bytes, 5.0 * static_cast<double>(n)});
+  const double bytes =
+      static_cast<double>(sizeof(T)) * (4.0 * static_cast<double>(n) + static_cast<double>(hidden));
+  course::bench::measure(state,
+                         [&] {
+                           d06::fused_add_rmsnorm(dx.data(), dres.data(), dw.data(), dy.data(),
+                                                  rows, hidden, kEps);
+                         },
+                         {bytes, 5.0 * static_cast<double>(n)});
 }
 BENCHMARK_TEMPLATE(BM_fused_add_rmsnorm, bfloat16)
     ->Name("BM_fused_add_rmsnorm_bf16")
@@ -185,10 +212,12 @@ void BM_layernorm(benchmark::State& state) {
   DeviceBuffer<T> dx(x), dg(gamma), db(beta), dy(n);
   dy.poison();
   const auto run = [&] {
-    d06::layernorm(dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, rows, hidden, 1e-5f);
+    d06::layernorm(dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, rows, hidden,
+                   1e-5f);
   };
   run();
-  const auto xd = course::as_doubles(x), gd = course::as_doubles(gamma), bd = course::as_doubles(beta);
+  const auto xd = course::as_doubles(x), gd = course::as_doubles(gamma),
+             bd = course::as_doubles(beta);
   // One row's (mean, rstd) from the reference on that row alone.
   std::vector<double> mean(rows, std::nan("")), rstd(rows, std::nan(""));
   const auto stats = [&](std::size_t r) {
@@ -205,7 +234,8 @@ void BM_layernorm(benchmark::State& state) {
     return (xd[i] - mean[r]) * rstd[r] * gd[c] + bd[c];
   });
   if (!course::bench::verified(state, check)) return;
-  const double bytes = static_cast<double>(sizeof(T)) * (2.0 * static_cast<double>(n) + 2.0 * static_cast<double>(hidden));
+  const double bytes = static_cast<double>(sizeof(T)) *
+                       (2.0 * static_cast<double>(n) + 2.0 * static_cast<double>(hidden));
   course::bench::measure(state, run, {bytes, 6.0 * static_cast<double>(n)});
 }
 BENCHMARK_TEMPLATE(BM_layernorm, bfloat16)

@@ -24,7 +24,7 @@ using course::to_float;
 using course::Vec;
 
 // ([[maybe_unused]]: your code will use them; until then the compiler would warn.)
-constexpr int kMaxThreads = 1024;                                   // the most threads a block may have
+constexpr int kMaxThreads = 1024;  // the most threads a block may have
 [[maybe_unused]] constexpr int kMaxWarps = kMaxThreads / kWarpSize;  // ... and so the most warps
 [[maybe_unused]] constexpr float kNegInf = -INFINITY;
 
@@ -309,12 +309,15 @@ struct SumSplit {
 
 SumSplit split_sum(const float* x, std::int64_t n) {
   SumSplit s;
-  const auto misaligned = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(float));
+  const auto misaligned =
+      static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(float));
   s.head = std::min<std::int64_t>(n, (Float4::kSize - misaligned) % Float4::kSize);
   s.vecs = (n - s.head) / Float4::kSize;
   s.tail = n - s.head - s.vecs * Float4::kSize;
-  const std::int64_t wanted = course::ceil_div<std::int64_t>(s.vecs, std::int64_t{kSumThreads} * kSumUnroll);
-  s.blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kSumMaxPartials)));
+  const std::int64_t wanted =
+      course::ceil_div<std::int64_t>(s.vecs, std::int64_t{kSumThreads} * kSumUnroll);
+  s.blocks =
+      static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kSumMaxPartials)));
   return s;
 }
 
@@ -322,14 +325,16 @@ void check_sum_args(const char* who, const float* x, std::int64_t n, const float
   course::require(n >= 0, std::string(who) + ": n must be >= 0");
   course::require(out != nullptr, std::string(who) + ": out is null");
   course::require(n == 0 || x != nullptr, std::string(who) + ": x is null");
-  course::require(course::is_aligned(x, sizeof(float)), std::string(who) + ": x is not 4-byte aligned");
+  course::require(course::is_aligned(x, sizeof(float)),
+                  std::string(who) + ": x is not 4-byte aligned");
 }
 
 void check_row_args(const char* who, std::int64_t rows, std::int64_t hidden, float eps) {
   course::require(rows >= 0, std::string(who) + ": rows must be >= 0");
   course::require(hidden >= 1 && hidden <= kMaxHidden,
                   std::string(who) + ": hidden must be in [1, " + std::to_string(kMaxHidden) + "]");
-  course::require(eps >= 0.0f && std::isfinite(eps), std::string(who) + ": eps must be finite and >= 0");
+  course::require(eps >= 0.0f && std::isfinite(eps),
+                  std::string(who) + ": eps must be finite and >= 0");
 }
 
 // How rows are split among threads (see the kernels above). A row of `vecs` vectors goes to one
@@ -349,7 +354,8 @@ template <class T, class Launch>
 void with_row_split(std::int64_t hidden, bool vectorize, Launch&& launch) {
   const auto with_threads = [&](auto n, auto threads) {
     constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value;
-    const int v = round_up_to_power_of_two(course::ceil_div(static_cast<int>(hidden / N), kThreads));
+    const int v =
+        round_up_to_power_of_two(course::ceil_div(static_cast<int>(hidden / N), kThreads));
     switch (v) {
       case 1: return launch(n, threads, IntConstant<1>{});
       case 2: return launch(n, threads, IntConstant<2>{});
@@ -360,7 +366,8 @@ void with_row_split(std::int64_t hidden, bool vectorize, Launch&& launch) {
       if (v == 8) return launch(n, threads, IntConstant<8>{});
       if (v == 16) return launch(n, threads, IntConstant<16>{});
     }
-    course::require(false, "d06: internal error: no kernel for " + std::to_string(v) + " vectors per thread");
+    course::require(
+        false, "d06: internal error: no kernel for " + std::to_string(v) + " vectors per thread");
   };
   const auto with_width = [&](auto n) {
     const std::int64_t vecs = hidden / decltype(n)::value;
@@ -377,7 +384,9 @@ void with_row_split(std::int64_t hidden, bool vectorize, Launch&& launch) {
     with_width(IntConstant<1>{});
 }
 
-dim3 row_block(int threads_per_row) { return dim3(threads_per_row, rows_per_block(threads_per_row)); }
+dim3 row_block(int threads_per_row) {
+  return dim3(threads_per_row, rows_per_block(threads_per_row));
+}
 
 unsigned row_grid(std::int64_t rows, int threads_per_row, const char* who) {
   const std::int64_t blocks = course::ceil_div<std::int64_t>(rows, rows_per_block(threads_per_row));
@@ -386,13 +395,15 @@ unsigned row_grid(std::int64_t rows, int threads_per_row, const char* who) {
 }
 
 template <class T>
-void rmsnorm_launch(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t hidden, float eps) {
+void rmsnorm_launch(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t hidden,
+                    float eps) {
   check_row_args("rmsnorm", rows, hidden, eps);
   if (rows == 0) return;
   course::require(x && w && y, "rmsnorm: null pointer");
   const bool vectorize = aligned16(x) && aligned16(w) && aligned16(y);
   with_row_split<T>(hidden, vectorize, [&](auto n, auto threads, auto v) {
-    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value, V = decltype(v)::value;
+    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value,
+                  V = decltype(v)::value;
     rmsnorm_kernel<T, N, V, kThreads><<<row_grid(rows, kThreads, "rmsnorm"), row_block(kThreads)>>>(
         x, w, y, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden), eps);
   });
@@ -413,10 +424,12 @@ void fused_add_rmsnorm_launch(const T* x, T* residual, const T* w, T* y, std::in
                   "fused_add_rmsnorm: residual must not overlap x, y or w");
   const bool vectorize = aligned16(x) && aligned16(residual) && aligned16(w) && aligned16(y);
   with_row_split<T>(hidden, vectorize, [&](auto n, auto threads, auto v) {
-    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value, V = decltype(v)::value;
-    fused_add_rmsnorm_kernel<T, N, V, kThreads><<<row_grid(rows, kThreads, "fused_add_rmsnorm"),
-                                                  row_block(kThreads)>>>(
-        x, residual, w, y, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden), eps);
+    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value,
+                  V = decltype(v)::value;
+    fused_add_rmsnorm_kernel<T, N, V, kThreads>
+        <<<row_grid(rows, kThreads, "fused_add_rmsnorm"), row_block(kThreads)>>>(
+            x, residual, w, y, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden),
+            eps);
   });
   COURSE_LAUNCH_CHECK();
 }
@@ -429,9 +442,12 @@ void layernorm_launch(const T* x, const T* gamma, const T* beta, T* y, float* me
   course::require(x && gamma && beta && y, "layernorm: null pointer");
   const bool vectorize = aligned16(x) && aligned16(gamma) && aligned16(beta) && aligned16(y);
   with_row_split<T>(hidden, vectorize, [&](auto n, auto threads, auto v) {
-    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value, V = decltype(v)::value;
-    layernorm_kernel<T, N, V, kThreads><<<row_grid(rows, kThreads, "layernorm"), row_block(kThreads)>>>(
-        x, gamma, beta, y, mean, rstd, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden), eps);
+    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value,
+                  V = decltype(v)::value;
+    layernorm_kernel<T, N, V, kThreads>
+        <<<row_grid(rows, kThreads, "layernorm"), row_block(kThreads)>>>(
+            x, gamma, beta, y, mean, rstd, rows, static_cast<int>(hidden),
+            1.0f / static_cast<float>(hidden), eps);
   });
   COURSE_LAUNCH_CHECK();
 }
@@ -459,11 +475,13 @@ void softmax_online_launch(const T* x, T* y, std::int64_t rows, std::int64_t col
 
 }  // namespace
 
-void row_sums(const float* x, float* sums, std::int64_t rows, std::int64_t cols, int block_threads) {
+void row_sums(const float* x, float* sums, std::int64_t rows, std::int64_t cols,
+              int block_threads) {
   course::require(rows >= 0 && cols >= 1, "row_sums: need rows >= 0 and cols >= 1");
   course::require(rows <= 0x7fffffff, "row_sums: too many rows for one grid");
-  course::require(block_threads >= kWarpSize && block_threads <= kMaxThreads && block_threads % kWarpSize == 0,
-                  "row_sums: block_threads must be a multiple of 32 in [32, 1024]");
+  course::require(
+      block_threads >= kWarpSize && block_threads <= kMaxThreads && block_threads % kWarpSize == 0,
+      "row_sums: block_threads must be a multiple of 32 in [32, 1024]");
   if (rows == 0) return;
   course::require(x && sums, "row_sums: null pointer");
   row_sums_kernel<<<static_cast<unsigned>(rows), block_threads>>>(x, sums, cols);
@@ -494,14 +512,16 @@ void sum_atomic(const float* x, std::int64_t n, float* out) {
   COURSE_LAUNCH_CHECK();
 }
 
-void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t hidden, float eps) {
-  rmsnorm_launch(x, w, y, rows, hidden, eps);
-}
-void rmsnorm(const half* x, const half* w, half* y, std::int64_t rows, std::int64_t hidden, float eps) {
-  rmsnorm_launch(x, w, y, rows, hidden, eps);
-}
-void rmsnorm(const bfloat16* x, const bfloat16* w, bfloat16* y, std::int64_t rows, std::int64_t hidden,
+void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t hidden,
              float eps) {
+  rmsnorm_launch(x, w, y, rows, hidden, eps);
+}
+void rmsnorm(const half* x, const half* w, half* y, std::int64_t rows, std::int64_t hidden,
+             float eps) {
+  rmsnorm_launch(x, w, y, rows, hidden, eps);
+}
+void rmsnorm(const bfloat16* x, const bfloat16* w, bfloat16* y, std::int64_t rows,
+             std::int64_t hidden, float eps) {
   rmsnorm_launch(x, w, y, rows, hidden, eps);
 }
 

@@ -41,8 +41,10 @@ void sum_atomic(const float* x, std::int64_t n, float* out);
 // Exercise 4 — RMSNorm (Llama): y[r, c] = x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * w[c].
 // Reads x and w, writes y. 1 <= hidden <= kMaxHidden.
 constexpr std::int64_t kMaxHidden = 16384;
-void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t hidden, float eps);
-void rmsnorm(const half* x, const half* w, half* y, std::int64_t rows, std::int64_t hidden, float eps);
+void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t hidden,
+             float eps);
+void rmsnorm(const half* x, const half* w, half* y, std::int64_t rows, std::int64_t hidden,
+             float eps);
 void rmsnorm(const bfloat16* x, const bfloat16* w, bfloat16* y, std::int64_t rows,
              std::int64_t hidden, float eps);
 
@@ -54,8 +56,8 @@ void rmsnorm(const bfloat16* x, const bfloat16* w, bfloat16* y, std::int64_t row
 //                                                               it is rounded to the dtype)
 // y may be x itself (vLLM and FlashInfer write the output over the input); it must not overlap
 // residual or w.
-void fused_add_rmsnorm(const float* x, float* residual, const float* w, float* y,
-                       std::int64_t rows, std::int64_t hidden, float eps);
+void fused_add_rmsnorm(const float* x, float* residual, const float* w, float* y, std::int64_t rows,
+                       std::int64_t hidden, float eps);
 void fused_add_rmsnorm(const half* x, half* residual, const half* w, half* y, std::int64_t rows,
                        std::int64_t hidden, float eps);
 void fused_add_rmsnorm(const bfloat16* x, bfloat16* residual, const bfloat16* w, bfloat16* y,

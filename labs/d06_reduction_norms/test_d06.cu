@@ -84,10 +84,12 @@ struct Guarded {
   DeviceBuffer<T> buffer;
   std::size_t offset = 0, size = 0;
 
-  Guarded(std::size_t n, std::size_t offset_elements) : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
+  Guarded(std::size_t n, std::size_t offset_elements)
+      : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
     buffer.poison();
   }
-  Guarded(const std::vector<T>& host, std::size_t offset_elements) : Guarded(host.size(), offset_elements) {
+  Guarded(const std::vector<T>& host, std::size_t offset_elements)
+      : Guarded(host.size(), offset_elements) {
     buffer.upload(host, offset);
   }
   T* data() { return buffer.data() + offset; }
@@ -132,13 +134,15 @@ constexpr double kSumErrorUnits = 256;
 // add up to abs_sum); otherwise what is wrong, in words.
 std::string sum_problem(float got, double want, double abs_sum, const std::string& what) {
   if (course::DType<float>::is_poison(got))
-    return what + " was never written (it still holds the poison value): the kernel did not "
-                  "store its result. Is the TODO still there?";
+    return what +
+           " was never written (it still holds the poison value): the kernel did not "
+           "store its result. Is the TODO still there?";
   if (std::isnan(want)) {
     if (std::isnan(got)) return "";
-    return what + " is " + number(got) + " but an input is NaN (or +inf and -inf meet), so the "
-                  "sum must be NaN: additions propagate NaN by themselves, so do not skip values "
-                  "or replace them";
+    return what + " is " + number(got) +
+           " but an input is NaN (or +inf and -inf meet), so the "
+           "sum must be NaN: additions propagate NaN by themselves, so do not skip values "
+           "or replace them";
   }
   if (std::isinf(want)) {
     if (got == want) return "";
@@ -153,7 +157,8 @@ std::string sum_problem(float got, double want, double abs_sum, const std::strin
   const double allowed = kSumErrorUnits * kFloatUnitRoundoff * abs_sum;
   if (error <= allowed) return "";
   return what + ": expected " + number(want) + ", got " + number(got) + " (error " + number(error) +
-         ", allowed " + number(allowed) + " = 256 u sum|x|). Values were skipped or counted twice "
+         ", allowed " + number(allowed) +
+         " = 256 u sum|x|). Values were skipped or counted twice "
          "(check the first elements before the 16-byte boundary, the tail, the grid-stride loop "
          "and which warps' sums the block adds), or the accumulation order loses precision.";
 }
@@ -167,22 +172,24 @@ struct RowSumCase {
 class RowSum : public course::GpuTest, public ::testing::WithParamInterface<RowSumCase> {};
 
 // Sums of every row, checked one by one; reports up to three bad rows.
-void expect_row_sums(const std::vector<float>& x, std::int64_t rows, std::int64_t cols, int block_threads) {
+void expect_row_sums(const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
+                     int block_threads) {
   DeviceBuffer<float> dx(x);
   Guarded<float> sums(static_cast<std::size_t>(rows), 0);
   d06::row_sums(dx.data(), sums.data(), rows, cols, block_threads);
   synchronize();
   const auto got = sums.download();
   const auto xd = course::as_doubles(x);
-  const auto want = ref::row_sums(xd, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols));
+  const auto want =
+      ref::row_sums(xd, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols));
   int reported = 0;
   for (std::int64_t r = 0; r < rows && reported < 3; ++r) {
     const std::vector<double> row(xd.begin() + r * cols, xd.begin() + (r + 1) * cols);
     const std::string problem =
         sum_problem(got[r], want[r], ref::sum_abs(row),
                     "sums[" + std::to_string(r) + "] (row " + std::to_string(r) + " of " +
-                        std::to_string(rows) + ", " + std::to_string(cols) + " columns, blocks of " +
-                        std::to_string(block_threads) + " threads)");
+                        std::to_string(rows) + ", " + std::to_string(cols) +
+                        " columns, blocks of " + std::to_string(block_threads) + " threads)");
     if (!problem.empty()) {
       ADD_FAILURE() << problem << course::seed_hint();
       ++reported;
@@ -204,9 +211,11 @@ std::vector<RowSumCase> row_sum_cases() {
     for (int block : {32, 96, 256, 1024}) cases.push_back({cols, block});
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(Shapes, RowSum, ::testing::ValuesIn(row_sum_cases()), [](const auto& info) {
-  return "cols" + std::to_string(info.param.cols) + "_block" + std::to_string(info.param.block_threads);
-});
+INSTANTIATE_TEST_SUITE_P(Shapes, RowSum, ::testing::ValuesIn(row_sum_cases()),
+                         [](const auto& info) {
+                           return "cols" + std::to_string(info.param.cols) + "_block" +
+                                  std::to_string(info.param.block_threads);
+                         });
 
 class RowSumEdgeCases : public course::GpuTest {};
 
@@ -219,7 +228,8 @@ TEST_F(RowSumEdgeCases, NaNInARowMakesOnlyThatRowsSumNaN) {
 
 TEST_F(RowSumEdgeCases, LargeMagnitudesAreSummedAccurately) {
   const std::int64_t rows = 5, cols = 4097;
-  expect_row_sums(course::random_uniform<float>(rows * cols, course::seed_for(3), -3e30, 3e30), rows, cols, 256);
+  expect_row_sums(course::random_uniform<float>(rows * cols, course::seed_for(3), -3e30, 3e30),
+                  rows, cols, 256);
 }
 
 // ================================================================ Exercise 2: deterministic sum
@@ -288,8 +298,9 @@ TEST_F(DeterministicSumRuns, GiveBitwiseIdenticalResultsWhateverThePartialsHeld)
   SumRun run(x, 0);
   run.partials.poison();
   const float first = run.two_pass();
-  const std::string problem = sum_problem(first, ref::sum(course::as_doubles(x)),
-                                          ref::sum_abs(course::as_doubles(x)), "the first run's sum");
+  const std::string problem =
+      sum_problem(first, ref::sum(course::as_doubles(x)), ref::sum_abs(course::as_doubles(x)),
+                  "the first run's sum");
   ASSERT_TRUE(problem.empty()) << problem << course::seed_hint();
   constexpr int kRuns = 10;
   for (int k = 1; k < kRuns; ++k) {
@@ -309,7 +320,8 @@ class DeterministicSumEdgeCases : public course::GpuTest {};
 
 TEST_F(DeterministicSumEdgeCases, PropagatesNaNAndInfinity) {
   const std::int64_t n = 100003;
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
   auto base = course::random_uniform<float>(static_cast<std::size_t>(n), course::seed_for(13));
   auto with_nan = base;
   with_nan[77777] = nan;
@@ -327,7 +339,8 @@ TEST_F(DeterministicSumEdgeCases, StaysAccurateForLargeMagnitudes) {
   expect_sum(SumRun(huge, 0).two_pass(), huge, "the sum of values in [-3e30, 3e30]");
   // All positive, 2^24 of them: a running float total passes 2^24 early on, and after that
   // adding a value near 1.5e6 rounds off more than a reduction tree ever does.
-  const auto positive = course::random_uniform<float>((1 << 24) + 7, course::seed_for(15), 1e6, 2e6);
+  const auto positive =
+      course::random_uniform<float>((1 << 24) + 7, course::seed_for(15), 1e6, 2e6);
   expect_sum(SumRun(positive, 0).two_pass(), positive, "the sum of 2^24 + 7 values in [1e6, 2e6]");
 }
 
@@ -366,7 +379,9 @@ std::string row_case_name(const ::testing::TestParamInfo<RowCase>& info) {
          std::to_string(info.param.hidden);
 }
 
-std::string dtype_param_name(const ::testing::TestParamInfo<Dtype>& info) { return dtype_name(info.param); }
+std::string dtype_param_name(const ::testing::TestParamInfo<Dtype>& info) {
+  return dtype_name(info.param);
+}
 
 std::string shape_text(std::int64_t rows, std::int64_t hidden) {
   return " [" + std::to_string(rows) + " x " + std::to_string(hidden) + "]";
@@ -384,15 +399,18 @@ void expect_rmsnorm(const std::vector<T>& x, const std::vector<T>& w, std::int64
   course::CompareOptions o;
   o.cols = hidden;
   o.what = std::string("y") + shape_text(rows, hidden);
-  COURSE_EXPECT_MATCH(dy.download(),
-                      ref::rmsnorm(course::as_doubles(x), course::as_doubles(w), rows, hidden, kRmsEps), o);
+  COURSE_EXPECT_MATCH(
+      dy.download(),
+      ref::rmsnorm(course::as_doubles(x), course::as_doubles(w), rows, hidden, kRmsEps), o);
   expect_guards_untouched(dy, "y");
 }
 
 template <class T>
-void rmsnorm_on_random(std::int64_t rows, std::int64_t hidden, std::size_t offset = 0, double scale = 2.0) {
+void rmsnorm_on_random(std::int64_t rows, std::int64_t hidden, std::size_t offset = 0,
+                       double scale = 2.0) {
   expect_rmsnorm(course::random_uniform<T>(rows * hidden, course::seed_for(31), -scale, scale),
-                 course::random_uniform<T>(hidden, course::seed_for(32), -2.0, 2.0), rows, hidden, offset);
+                 course::random_uniform<T>(hidden, course::seed_for(32), -2.0, 2.0), rows, hidden,
+                 offset);
 }
 
 class RmsNorm : public course::GpuTest, public ::testing::WithParamInterface<RowCase> {};
@@ -425,8 +443,10 @@ TEST_P(RmsNormEdgeCases, AllZeroRowGivesZerosNotNaN) {
     using T = decltype(tag);
     const std::int64_t rows = 3, hidden = 4096;
     auto x = course::random_uniform<T>(rows * hidden, course::seed_for(35), -2.0, 2.0);
-    for (std::int64_t c = 0; c < hidden; ++c) x[hidden + c] = course::from_double<T>(c % 2 ? -0.0 : 0.0);
-    expect_rmsnorm(x, course::random_uniform<T>(hidden, course::seed_for(36), -2.0, 2.0), rows, hidden);
+    for (std::int64_t c = 0; c < hidden; ++c)
+      x[hidden + c] = course::from_double<T>(c % 2 ? -0.0 : 0.0);
+    expect_rmsnorm(x, course::random_uniform<T>(hidden, course::seed_for(36), -2.0, 2.0), rows,
+                   hidden);
   });
 }
 
@@ -440,14 +460,17 @@ TEST_P(RmsNormEdgeCases, HandlesLargeMagnitudes) {
   // As large as float32 squares allow (x^2 summed over a row must stay below 3.4e38) or, for
   // float16, as large as the type holds.
   const Dtype d = GetParam();
-  with_dtype(d, [&](auto tag) { rmsnorm_on_random<decltype(tag)>(8, 4096, 0, d == Dtype::f16 ? 6e4 : 1e15); });
+  with_dtype(d, [&](auto tag) {
+    rmsnorm_on_random<decltype(tag)>(8, 4096, 0, d == Dtype::f16 ? 6e4 : 1e15);
+  });
 }
 INSTANTIATE_TEST_SUITE_P(Dtypes, RmsNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
 
 // ================================================================ Exercise 5: fused add + RMSNorm
 template <class T>
-void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& residual, const std::vector<T>& w,
-                              std::int64_t rows, std::int64_t hidden, std::size_t offset, bool in_place) {
+void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& residual,
+                              const std::vector<T>& w, std::int64_t rows, std::int64_t hidden,
+                              std::size_t offset, bool in_place) {
   Guarded<T> dx(x, offset), dres(residual, offset), dw(w, offset), dy(x.size(), offset);
   T* y = in_place ? dx.data() : dy.data();
   d06::fused_add_rmsnorm(dx.data(), dres.data(), dw.data(), y, rows, hidden, kRmsEps);
@@ -485,19 +508,21 @@ template <class T>
 void fused_on_random(std::int64_t rows, std::int64_t hidden, std::size_t offset, bool in_place) {
   expect_fused_add_rmsnorm(course::random_uniform<T>(rows * hidden, course::seed_for(41)),
                            course::random_uniform<T>(rows * hidden, course::seed_for(42)),
-                           course::random_uniform<T>(hidden, course::seed_for(43), -2.0, 2.0), rows, hidden,
-                           offset, in_place);
+                           course::random_uniform<T>(hidden, course::seed_for(43), -2.0, 2.0), rows,
+                           hidden, offset, in_place);
 }
 
 class FusedAddRmsNorm : public course::GpuTest, public ::testing::WithParamInterface<RowCase> {};
 
 TEST_P(FusedAddRmsNorm, UpdatesTheResidualInPlaceAndNormalisesIt) {
   const RowCase c = GetParam();
-  with_dtype(c.dtype, [&](auto tag) { fused_on_random<decltype(tag)>(c.rows, c.hidden, 0, false); });
+  with_dtype(c.dtype,
+             [&](auto tag) { fused_on_random<decltype(tag)>(c.rows, c.hidden, 0, false); });
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedAddRmsNorm, ::testing::ValuesIn(row_cases()), row_case_name);
 
-class FusedAddRmsNormEdgeCases : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+class FusedAddRmsNormEdgeCases : public course::GpuTest,
+                                 public ::testing::WithParamInterface<Dtype> {};
 
 TEST_P(FusedAddRmsNormEdgeCases, WritesTheOutputOverTheInputLikeVllm) {
   with_dtype(GetParam(), [&](auto tag) {
@@ -516,10 +541,12 @@ TEST_P(FusedAddRmsNormEdgeCases, NaNInXSpoilsOneResidualElementAndTheWholeRowOfY
     auto x = course::random_uniform<T>(5 * 1000, course::seed_for(44));
     x[3 * 1000 + 5] = course::from_double<T>(kNaN);
     expect_fused_add_rmsnorm(x, course::random_uniform<T>(5 * 1000, course::seed_for(45)),
-                             course::random_uniform<T>(1000, course::seed_for(46), -2.0, 2.0), 5, 1000, 0, false);
+                             course::random_uniform<T>(1000, course::seed_for(46), -2.0, 2.0), 5,
+                             1000, 0, false);
   });
 }
-INSTANTIATE_TEST_SUITE_P(Dtypes, FusedAddRmsNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, FusedAddRmsNormEdgeCases, ::testing::ValuesIn(kDtypes),
+                         dtype_param_name);
 
 // ================================================================ Exercise 6: LayerNorm (Welford)
 constexpr float kLayerNormEps = 1e-5f;
@@ -539,17 +566,18 @@ struct LayerNormCheck {
 };
 
 template <class T>
-void expect_layernorm(const std::vector<T>& x, std::int64_t rows, std::int64_t hidden, std::size_t offset = 0,
-                      LayerNormCheck check = {}) {
+void expect_layernorm(const std::vector<T>& x, std::int64_t rows, std::int64_t hidden,
+                      std::size_t offset = 0, LayerNormCheck check = {}) {
   const auto gamma = course::random_uniform<T>(hidden, course::seed_for(51), -2.0, 2.0);
   const auto beta = course::random_uniform<T>(hidden, course::seed_for(52), -1.0, 1.0);
   Guarded<T> dx(x, offset), dg(gamma, offset), db(beta, offset), dy(x.size(), offset);
   Guarded<float> mean(rows, 0), rstd(rows, 0);
-  d06::layernorm(dx.data(), dg.data(), db.data(), dy.data(), check.statistics ? mean.data() : nullptr,
-                 check.statistics ? rstd.data() : nullptr, rows, hidden, kLayerNormEps);
+  d06::layernorm(dx.data(), dg.data(), db.data(), dy.data(),
+                 check.statistics ? mean.data() : nullptr, check.statistics ? rstd.data() : nullptr,
+                 rows, hidden, kLayerNormEps);
   synchronize();
-  const auto want = ref::layernorm(course::as_doubles(x), course::as_doubles(gamma), course::as_doubles(beta),
-                                   rows, hidden, kLayerNormEps);
+  const auto want = ref::layernorm(course::as_doubles(x), course::as_doubles(gamma),
+                                   course::as_doubles(beta), rows, hidden, kLayerNormEps);
   course::CompareOptions o;
   o.cols = hidden;
   o.tolerance = check.y_tolerance;
@@ -573,7 +601,8 @@ TEST_P(LayerNorm, MatchesTheReferenceAndItsStatistics) {
   const RowCase c = GetParam();
   with_dtype(c.dtype, [&](auto tag) {
     using T = decltype(tag);
-    expect_layernorm(to_dtype<T>(rows_with_offsets(c.rows, c.hidden, course::seed_for(53))), c.rows, c.hidden);
+    expect_layernorm(to_dtype<T>(rows_with_offsets(c.rows, c.hidden, course::seed_for(53))), c.rows,
+                     c.hidden);
   });
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, LayerNorm, ::testing::ValuesIn(row_cases()), row_case_name);
@@ -592,7 +621,8 @@ TEST_P(LayerNormEdgeCases, SkipsTheStatisticsWhenTheirPointersAreNull) {
     using T = decltype(tag);
     LayerNormCheck check;
     check.statistics = false;
-    expect_layernorm(to_dtype<T>(rows_with_offsets(37, 1000, course::seed_for(55))), 37, 1000, 0, check);
+    expect_layernorm(to_dtype<T>(rows_with_offsets(37, 1000, course::seed_for(55))), 37, 1000, 0,
+                     check);
   });
 }
 
@@ -617,7 +647,8 @@ TEST_P(LayerNormEdgeCases, NaNInARowMakesOnlyThatRowAndItsStatisticsNaN) {
     expect_layernorm(to_dtype<T>(x), 5, 1000);
   });
 }
-INSTANTIATE_TEST_SUITE_P(Dtypes, LayerNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, LayerNormEdgeCases, ::testing::ValuesIn(kDtypes),
+                         dtype_param_name);
 
 class LayerNormStatistics : public course::GpuTest {};
 
@@ -640,7 +671,8 @@ TEST_F(LayerNormStatistics, StayAccurateWhenTheMeanIsLargeComparedToTheSpread) {
 
 // ================================================================ Exercise 7: online softmax
 template <class T>
-void expect_softmax(const std::vector<T>& x, std::int64_t rows, std::int64_t cols, std::size_t offset = 0) {
+void expect_softmax(const std::vector<T>& x, std::int64_t rows, std::int64_t cols,
+                    std::size_t offset = 0) {
   Guarded<T> dx(x, offset), dy(x.size(), offset);
   d06::softmax_online(dx.data(), dy.data(), rows, cols);
   synchronize();
@@ -673,15 +705,19 @@ TEST_P(OnlineSoftmax, MatchesTheReference) {
   const SoftmaxCase c = GetParam();
   with_dtype(c.dtype, [&](auto tag) {
     using T = decltype(tag);
-    expect_softmax(course::random_uniform<T>(c.rows * c.cols, course::seed_for(61), -8.0, 8.0), c.rows, c.cols);
+    expect_softmax(course::random_uniform<T>(c.rows * c.cols, course::seed_for(61), -8.0, 8.0),
+                   c.rows, c.cols);
   });
 }
-INSTANTIATE_TEST_SUITE_P(Shapes, OnlineSoftmax, ::testing::ValuesIn(softmax_cases()), [](const auto& info) {
-  return std::string(dtype_name(info.param.dtype)) + "_" + std::to_string(info.param.rows) + "x" +
-         std::to_string(info.param.cols);
-});
+INSTANTIATE_TEST_SUITE_P(Shapes, OnlineSoftmax, ::testing::ValuesIn(softmax_cases()),
+                         [](const auto& info) {
+                           return std::string(dtype_name(info.param.dtype)) + "_" +
+                                  std::to_string(info.param.rows) + "x" +
+                                  std::to_string(info.param.cols);
+                         });
 
-class OnlineSoftmaxEdgeCases : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+class OnlineSoftmaxEdgeCases : public course::GpuTest,
+                               public ::testing::WithParamInterface<Dtype> {};
 
 TEST_P(OnlineSoftmaxEdgeCases, RescalesTheSumWhenTheMaximumChanges) {
   // Row 0 rises from start to end (a new maximum at every element), row 1 falls, row 2 is
@@ -689,7 +725,8 @@ TEST_P(OnlineSoftmaxEdgeCases, RescalesTheSumWhenTheMaximumChanges) {
   with_dtype(GetParam(), [&](auto tag) {
     using T = decltype(tag);
     for (std::int64_t cols : {4096, 100003}) {
-      std::vector<double> x = course::random_uniform<double>(3 * cols, course::seed_for(62), -8.0, 8.0);
+      std::vector<double> x =
+          course::random_uniform<double>(3 * cols, course::seed_for(62), -8.0, 8.0);
       for (std::int64_t c = 0; c < cols; ++c) {
         x[c] = 20.0 * static_cast<double>(c) / static_cast<double>(cols);
         x[cols + c] = -x[c];
@@ -707,7 +744,8 @@ TEST_P(OnlineSoftmaxEdgeCases, MaskedEntriesGiveZeroAndAFullyMaskedRowIsNaN) {
   with_dtype(GetParam(), [&](auto tag) {
     using T = decltype(tag);
     const std::int64_t cols = 1000;
-    std::vector<double> x = course::random_uniform<double>(4 * cols, course::seed_for(63), -8.0, 8.0);
+    std::vector<double> x =
+        course::random_uniform<double>(4 * cols, course::seed_for(63), -8.0, 8.0);
     for (std::int64_t c = 0; c < cols; ++c) {
       if (c % 3 == 0) x[c] = -kInf;
       x[cols + c] = -kInf;
@@ -722,7 +760,8 @@ TEST_P(OnlineSoftmaxEdgeCases, NaNOrPlusInfinityMakesOnlyItsRowNaN) {
   with_dtype(GetParam(), [&](auto tag) {
     using T = decltype(tag);
     const std::int64_t cols = 1000;
-    std::vector<double> x = course::random_uniform<double>(3 * cols, course::seed_for(64), -8.0, 8.0);
+    std::vector<double> x =
+        course::random_uniform<double>(3 * cols, course::seed_for(64), -8.0, 8.0);
     x[500] = kNaN;
     x[cols + 10] = kInf;
     expect_softmax(to_dtype<T>(x), 3, cols);
@@ -742,9 +781,11 @@ TEST_P(OnlineSoftmaxEdgeCases, LargeValuesDoNotOverflow) {
 TEST_P(OnlineSoftmaxEdgeCases, HandlesPointersNotAlignedTo16Bytes) {
   with_dtype(GetParam(), [&](auto tag) {
     using T = decltype(tag);
-    expect_softmax(course::random_uniform<T>(5 * 4096, course::seed_for(66), -8.0, 8.0), 5, 4096, 1);
+    expect_softmax(course::random_uniform<T>(5 * 4096, course::seed_for(66), -8.0, 8.0), 5, 4096,
+                   1);
   });
 }
-INSTANTIATE_TEST_SUITE_P(Dtypes, OnlineSoftmaxEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, OnlineSoftmaxEdgeCases, ::testing::ValuesIn(kDtypes),
+                         dtype_param_name);
 
 }  // namespace

@@ -22,7 +22,7 @@ using course::kWarpSize;
 using course::to_float;
 using course::Vec;
 
-constexpr int kMaxThreads = 1024;                  // the most threads a block may have
+constexpr int kMaxThreads = 1024;                   // the most threads a block may have
 constexpr int kMaxWarps = kMaxThreads / kWarpSize;  // ... and so the most warps
 constexpr float kNegInf = -INFINITY;
 
@@ -112,7 +112,8 @@ __global__ void __launch_bounds__(kSumThreads)
 // what guarantees that every partial has been written before it is read.
 __global__ void __launch_bounds__(kSumMaxPartials)
     sum_two_pass_2_final(const float* __restrict__ partials, int count, float* __restrict__ out) {
-  const float total = block_sum(static_cast<int>(threadIdx.x) < count ? partials[threadIdx.x] : 0.0f);
+  const float total =
+      block_sum(static_cast<int>(threadIdx.x) < count ? partials[threadIdx.x] : 0.0f);
   if (threadIdx.x == 0) *out = total;
 }
 
@@ -154,7 +155,8 @@ template <class T, int N, int V, int kThreads>
 __global__ void __maxnreg__(kMaxRegisters)
     rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
                    std::int64_t rows, int hidden, float inv_hidden, float eps) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
   if (row >= rows) return;  // only in one-warp-per-row blocks, which never reach a barrier
   const int vecs = hidden / N;
   const T* xr = x + row * hidden;
@@ -190,7 +192,8 @@ __global__ void __maxnreg__(kMaxRegisters)
     if (v < vecs) {
       Vec<T, N> out;
 #pragma unroll
-      for (int j = 0; j < N; ++j) out[j] = from_float<T>(to_float(cached[k][j]) * rstd * to_float(weight[k][j]));
+      for (int j = 0; j < N; ++j)
+        out[j] = from_float<T>(to_float(cached[k][j]) * rstd * to_float(weight[k][j]));
       out.store(yr + static_cast<std::int64_t>(v) * N);
     }
   }
@@ -204,7 +207,8 @@ template <class T, int N, int V, int kThreads>
 __global__ void __maxnreg__(kMaxRegisters)
     fused_add_rmsnorm_kernel(const T* x, T* __restrict__ residual, const T* __restrict__ w, T* y,
                              std::int64_t rows, int hidden, float inv_hidden, float eps) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
   if (row >= rows) return;  // only in one-warp-per-row blocks
   const int vecs = hidden / N;
   const std::int64_t offset = row * hidden;
@@ -246,7 +250,8 @@ __global__ void __maxnreg__(kMaxRegisters)
     if (v < vecs) {
       Vec<T, N> out;
 #pragma unroll
-      for (int j = 0; j < N; ++j) out[j] = from_float<T>(sums[k][j] * rstd * to_float(weight[k][j]));
+      for (int j = 0; j < N; ++j)
+        out[j] = from_float<T>(sums[k][j] * rstd * to_float(weight[k][j]));
       out.store(y + offset + static_cast<std::int64_t>(v) * N);
     }
   }
@@ -314,7 +319,8 @@ __global__ void __maxnreg__(kMaxRegisters)
                      const T* __restrict__ beta, T* __restrict__ y, float* __restrict__ mean_out,
                      float* __restrict__ rstd_out, std::int64_t rows, int hidden, float inv_hidden,
                      float eps) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
   if (row >= rows) return;  // only in one-warp-per-row blocks
   const int vecs = hidden / N;
   const T* xr = x + row * hidden;
@@ -365,7 +371,8 @@ __global__ void __maxnreg__(kMaxRegisters)
       bv.load(beta + static_cast<std::int64_t>(v) * N);
 #pragma unroll
       for (int j = 0; j < N; ++j)
-        out[j] = from_float<T>((to_float(cached[k][j]) - mean) * rstd * to_float(gv[j]) + to_float(bv[j]));
+        out[j] = from_float<T>((to_float(cached[k][j]) - mean) * rstd * to_float(gv[j]) +
+                               to_float(bv[j]));
       out.store(yr + static_cast<std::int64_t>(v) * N);
     }
   }
@@ -472,7 +479,8 @@ __global__ void __launch_bounds__(kSoftmaxMaxThreads)
       if (base + u * stride < vecs) {
         Vec<T, N> out;
 #pragma unroll
-        for (int j = 0; j < N; ++j) out[j] = from_float<T>(__expf(to_float(group[u][j]) - state.max) * inv_sum);
+        for (int j = 0; j < N; ++j)
+          out[j] = from_float<T>(__expf(to_float(group[u][j]) - state.max) * inv_sum);
         out.store(yr + (base + u * stride) * N);
       }
     }
@@ -506,12 +514,15 @@ struct SumSplit {
 
 SumSplit split_sum(const float* x, std::int64_t n) {
   SumSplit s;
-  const auto misaligned = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(float));
+  const auto misaligned =
+      static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(float));
   s.head = std::min<std::int64_t>(n, (Float4::kSize - misaligned) % Float4::kSize);
   s.vecs = (n - s.head) / Float4::kSize;
   s.tail = n - s.head - s.vecs * Float4::kSize;
-  const std::int64_t wanted = course::ceil_div<std::int64_t>(s.vecs, std::int64_t{kSumThreads} * kSumUnroll);
-  s.blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kSumMaxPartials)));
+  const std::int64_t wanted =
+      course::ceil_div<std::int64_t>(s.vecs, std::int64_t{kSumThreads} * kSumUnroll);
+  s.blocks =
+      static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kSumMaxPartials)));
   return s;
 }
 
@@ -519,14 +530,16 @@ void check_sum_args(const char* who, const float* x, std::int64_t n, const float
   course::require(n >= 0, std::string(who) + ": n must be >= 0");
   course::require(out != nullptr, std::string(who) + ": out is null");
   course::require(n == 0 || x != nullptr, std::string(who) + ": x is null");
-  course::require(course::is_aligned(x, sizeof(float)), std::string(who) + ": x is not 4-byte aligned");
+  course::require(course::is_aligned(x, sizeof(float)),
+                  std::string(who) + ": x is not 4-byte aligned");
 }
 
 void check_row_args(const char* who, std::int64_t rows, std::int64_t hidden, float eps) {
   course::require(rows >= 0, std::string(who) + ": rows must be >= 0");
   course::require(hidden >= 1 && hidden <= kMaxHidden,
                   std::string(who) + ": hidden must be in [1, " + std::to_string(kMaxHidden) + "]");
-  course::require(eps >= 0.0f && std::isfinite(eps), std::string(who) + ": eps must be finite and >= 0");
+  course::require(eps >= 0.0f && std::isfinite(eps),
+                  std::string(who) + ": eps must be finite and >= 0");
 }
 
 // How rows are split among threads (see the kernels above). A row of `vecs` vectors goes to one
@@ -546,7 +559,8 @@ template <class T, class Launch>
 void with_row_split(std::int64_t hidden, bool vectorize, Launch&& launch) {
   const auto with_threads = [&](auto n, auto threads) {
     constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value;
-    const int v = round_up_to_power_of_two(course::ceil_div(static_cast<int>(hidden / N), kThreads));
+    const int v =
+        round_up_to_power_of_two(course::ceil_div(static_cast<int>(hidden / N), kThreads));
     switch (v) {
       case 1: return launch(n, threads, IntConstant<1>{});
       case 2: return launch(n, threads, IntConstant<2>{});
@@ -557,7 +571,8 @@ void with_row_split(std::int64_t hidden, bool vectorize, Launch&& launch) {
       if (v == 8) return launch(n, threads, IntConstant<8>{});
       if (v == 16) return launch(n, threads, IntConstant<16>{});
     }
-    course::require(false, "d06: internal error: no kernel for " + std::to_string(v) + " vectors per thread");
+    course::require(
+        false, "d06: internal error: no kernel for " + std::to_string(v) + " vectors per thread");
   };
   const auto with_width = [&](auto n) {
     const std::int64_t vecs = hidden / decltype(n)::value;
@@ -574,7 +589,9 @@ void with_row_split(std::int64_t hidden, bool vectorize, Launch&& launch) {
     with_width(IntConstant<1>{});
 }
 
-dim3 row_block(int threads_per_row) { return dim3(threads_per_row, rows_per_block(threads_per_row)); }
+dim3 row_block(int threads_per_row) {
+  return dim3(threads_per_row, rows_per_block(threads_per_row));
+}
 
 unsigned row_grid(std::int64_t rows, int threads_per_row, const char* who) {
   const std::int64_t blocks = course::ceil_div<std::int64_t>(rows, rows_per_block(threads_per_row));
@@ -583,13 +600,15 @@ unsigned row_grid(std::int64_t rows, int threads_per_row, const char* who) {
 }
 
 template <class T>
-void rmsnorm_launch(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t hidden, float eps) {
+void rmsnorm_launch(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t hidden,
+                    float eps) {
   check_row_args("rmsnorm", rows, hidden, eps);
   if (rows == 0) return;
   course::require(x && w && y, "rmsnorm: null pointer");
   const bool vectorize = aligned16(x) && aligned16(w) && aligned16(y);
   with_row_split<T>(hidden, vectorize, [&](auto n, auto threads, auto v) {
-    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value, V = decltype(v)::value;
+    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value,
+                  V = decltype(v)::value;
     rmsnorm_kernel<T, N, V, kThreads><<<row_grid(rows, kThreads, "rmsnorm"), row_block(kThreads)>>>(
         x, w, y, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden), eps);
   });
@@ -610,10 +629,12 @@ void fused_add_rmsnorm_launch(const T* x, T* residual, const T* w, T* y, std::in
                   "fused_add_rmsnorm: residual must not overlap x, y or w");
   const bool vectorize = aligned16(x) && aligned16(residual) && aligned16(w) && aligned16(y);
   with_row_split<T>(hidden, vectorize, [&](auto n, auto threads, auto v) {
-    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value, V = decltype(v)::value;
-    fused_add_rmsnorm_kernel<T, N, V, kThreads><<<row_grid(rows, kThreads, "fused_add_rmsnorm"),
-                                                  row_block(kThreads)>>>(
-        x, residual, w, y, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden), eps);
+    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value,
+                  V = decltype(v)::value;
+    fused_add_rmsnorm_kernel<T, N, V, kThreads>
+        <<<row_grid(rows, kThreads, "fused_add_rmsnorm"), row_block(kThreads)>>>(
+            x, residual, w, y, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden),
+            eps);
   });
   COURSE_LAUNCH_CHECK();
 }
@@ -626,9 +647,12 @@ void layernorm_launch(const T* x, const T* gamma, const T* beta, T* y, float* me
   course::require(x && gamma && beta && y, "layernorm: null pointer");
   const bool vectorize = aligned16(x) && aligned16(gamma) && aligned16(beta) && aligned16(y);
   with_row_split<T>(hidden, vectorize, [&](auto n, auto threads, auto v) {
-    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value, V = decltype(v)::value;
-    layernorm_kernel<T, N, V, kThreads><<<row_grid(rows, kThreads, "layernorm"), row_block(kThreads)>>>(
-        x, gamma, beta, y, mean, rstd, rows, static_cast<int>(hidden), 1.0f / static_cast<float>(hidden), eps);
+    constexpr int N = decltype(n)::value, kThreads = decltype(threads)::value,
+                  V = decltype(v)::value;
+    layernorm_kernel<T, N, V, kThreads>
+        <<<row_grid(rows, kThreads, "layernorm"), row_block(kThreads)>>>(
+            x, gamma, beta, y, mean, rstd, rows, static_cast<int>(hidden),
+            1.0f / static_cast<float>(hidden), eps);
   });
   COURSE_LAUNCH_CHECK();
 }
@@ -656,11 +680,13 @@ void softmax_online_launch(const T* x, T* y, std::int64_t rows, std::int64_t col
 
 }  // namespace
 
-void row_sums(const float* x, float* sums, std::int64_t rows, std::int64_t cols, int block_threads) {
+void row_sums(const float* x, float* sums, std::int64_t rows, std::int64_t cols,
+              int block_threads) {
   course::require(rows >= 0 && cols >= 1, "row_sums: need rows >= 0 and cols >= 1");
   course::require(rows <= 0x7fffffff, "row_sums: too many rows for one grid");
-  course::require(block_threads >= kWarpSize && block_threads <= kMaxThreads && block_threads % kWarpSize == 0,
-                  "row_sums: block_threads must be a multiple of 32 in [32, 1024]");
+  course::require(
+      block_threads >= kWarpSize && block_threads <= kMaxThreads && block_threads % kWarpSize == 0,
+      "row_sums: block_threads must be a multiple of 32 in [32, 1024]");
   if (rows == 0) return;
   course::require(x && sums, "row_sums: null pointer");
   row_sums_kernel<<<static_cast<unsigned>(rows), block_threads>>>(x, sums, cols);
@@ -691,14 +717,16 @@ void sum_atomic(const float* x, std::int64_t n, float* out) {
   COURSE_LAUNCH_CHECK();
 }
 
-void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t hidden, float eps) {
-  rmsnorm_launch(x, w, y, rows, hidden, eps);
-}
-void rmsnorm(const half* x, const half* w, half* y, std::int64_t rows, std::int64_t hidden, float eps) {
-  rmsnorm_launch(x, w, y, rows, hidden, eps);
-}
-void rmsnorm(const bfloat16* x, const bfloat16* w, bfloat16* y, std::int64_t rows, std::int64_t hidden,
+void rmsnorm(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t hidden,
              float eps) {
+  rmsnorm_launch(x, w, y, rows, hidden, eps);
+}
+void rmsnorm(const half* x, const half* w, half* y, std::int64_t rows, std::int64_t hidden,
+             float eps) {
+  rmsnorm_launch(x, w, y, rows, hidden, eps);
+}
+void rmsnorm(const bfloat16* x, const bfloat16* w, bfloat16* y, std::int64_t rows,
+             std::int64_t hidden, float eps) {
   rmsnorm_launch(x, w, y, rows, hidden, eps);
 }
 

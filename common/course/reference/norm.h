@@ -55,7 +55,8 @@ inline void require_shape(const std::vector<double>& v, std::size_t size, const 
 }  // namespace detail
 
 // sums[r] = sum_c x[r, c]
-inline std::vector<double> row_sums(const std::vector<double>& x, std::size_t rows, std::size_t cols) {
+inline std::vector<double> row_sums(const std::vector<double>& x, std::size_t rows,
+                                    std::size_t cols) {
   detail::require_shape(x, rows * cols, "x");
   std::vector<double> out(rows);
   for (std::size_t r = 0; r < rows; ++r) out[r] = sum(x.data() + r * cols, cols);
