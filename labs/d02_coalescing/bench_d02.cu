@@ -2,7 +2,7 @@
 // 256 MiB of float32), next to a device-to-device cudaMemcpy of the same bytes in the same binary.
 //
 //   BM_copy_cudaMemcpy         the driver's copy: the ceiling the copies can approach
-//   BM_copy_1_coalesced        4-byte (or 2-byte) accesses, consecutive lanes on consecutive elements
+//   BM_copy_1_coalesced        one element per lane, consecutive lanes on consecutive elements
 //   BM_copy_1_strided          the same copy column by column, over strides 1 .. 64
 //   BM_copy_2_vectorized       16-byte accesses; offset:1 = pointers not 16-byte aligned
 //   BM_gelu                    per dtype

@@ -309,7 +309,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 template <class Kernel>
 std::int64_t wave_blocks(Kernel kernel) {
   int per_sm = 0;
-  COURSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads, 0));
+  COURSE_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads, 0));
   return std::int64_t{std::max(per_sm, 1)} * course::device_facts().sm_count;
 }
 
@@ -453,10 +454,12 @@ void add_bias(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c
   constexpr int V = kVec16<T>;
   if (cols % V == 0 && aligned16(x, bias, y)) {
     const auto kernel = add_bias_kernel<T, V>;
-    kernel<<<grid_rows(kernel, cols / V, rows, max_blocks), kBlockThreads>>>(x, bias, y, rows, cols);
+    const dim3 grid = grid_rows(kernel, cols / V, rows, max_blocks);
+    kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   } else {
     const auto kernel = add_bias_kernel<T, 1>;
-    kernel<<<grid_rows(kernel, cols, rows, max_blocks), kBlockThreads>>>(x, bias, y, rows, cols);
+    const dim3 grid = grid_rows(kernel, cols, rows, max_blocks);
+    kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   }
   COURSE_LAUNCH_CHECK();
 }
@@ -480,10 +483,12 @@ void add_bias_gelu_fused(const T* x, const T* bias, T* y, std::int64_t rows, std
   constexpr int V = kVec16<T>;
   if (cols % V == 0 && aligned16(x, bias, y)) {
     const auto kernel = add_bias_gelu_kernel<T, V>;
-    kernel<<<grid_rows(kernel, cols / V, rows, max_blocks), kBlockThreads>>>(x, bias, y, rows, cols);
+    const dim3 grid = grid_rows(kernel, cols / V, rows, max_blocks);
+    kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   } else {
     const auto kernel = add_bias_gelu_kernel<T, 1>;
-    kernel<<<grid_rows(kernel, cols, rows, max_blocks), kBlockThreads>>>(x, bias, y, rows, cols);
+    const dim3 grid = grid_rows(kernel, cols, rows, max_blocks);
+    kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   }
   COURSE_LAUNCH_CHECK();
 }
@@ -496,10 +501,12 @@ void silu_and_mul(const T* input, T* out, std::int64_t rows, std::int64_t d, int
   constexpr int V = kVec16<T>;
   if (d % V == 0 && aligned16(input, out)) {
     const auto kernel = silu_and_mul_kernel<T, V>;
-    kernel<<<grid_rows(kernel, d / V, rows, max_blocks), kBlockThreads>>>(input, out, rows, d);
+    const dim3 grid = grid_rows(kernel, d / V, rows, max_blocks);
+    kernel<<<grid, kBlockThreads>>>(input, out, rows, d);
   } else {
     const auto kernel = silu_and_mul_kernel<T, 1>;
-    kernel<<<grid_rows(kernel, d, rows, max_blocks), kBlockThreads>>>(input, out, rows, d);
+    const dim3 grid = grid_rows(kernel, d, rows, max_blocks);
+    kernel<<<grid, kBlockThreads>>>(input, out, rows, d);
   }
   COURSE_LAUNCH_CHECK();
 }
