@@ -6,6 +6,7 @@
 #     [PROGRAMS device_query.cu ...]   # small programs built against both variants
 #     [CUDA_FLAGS ...]                 # extra nvcc flags for kernel.cu (both variants)
 #     [SERIAL_SUITES Timing ...]       # suites whose tests must have the GPU to themselves
+#     [HOST_SUITES VectorType ...]     # suites that check the student's code on the host only
 #     [TIMEOUT seconds])
 #
 # For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
@@ -15,7 +16,8 @@
 # test_dNN.cu and bench_dNN.cu are compiled once, as host C++ (they include only lab.h and
 # the harness), and linked twice, so what grades a student is exactly what grades the solution.
 # Every GoogleTest case becomes its own ctest test (one process each, with a timeout), named
-# dNN.lab.Suite.Case / dNN.solution.Suite.Case and labelled dNN, lab|solution and gpu.
+# dNN.lab.Suite.Case / dNN.solution.Suite.Case and labelled dNN, lab|solution and gpu (host for
+# the HOST_SUITES, which need no GPU: layouts and index maps of the student's code).
 
 define_property(GLOBAL PROPERTY COURSE_MANIFEST_LINES
   BRIEF_DOCS "One line per lab for the course tool" FULL_DOCS "see course_write_manifest")
@@ -43,7 +45,8 @@ function(course_lab_source name out_var)
 endfunction()
 
 function(course_add_lab name)
-  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT" "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES" ${ARGN})
+  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT"
+                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES" ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
   if(NOT day)
     message(FATAL_ERROR "course_add_lab: '${name}' must start with dNN_")
@@ -91,19 +94,24 @@ function(course_add_lab name)
     endforeach()
     string(REPLACE ";" ":" serial_filter "${serial_filter}")
     set(parallel_filter "*")
+    set(test_lists ${day}_${variant}_tests)
     if(serial_filter)
       set(parallel_filter "-${serial_filter}")
       gtest_discover_tests(${day}_${variant}_tests
         TEST_PREFIX "${day}.${variant}."
         TEST_FILTER "${serial_filter}"
+        TEST_LIST ${day}_${variant}_serial_tests
         DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 30 NO_PRETTY_VALUES
-        PROPERTIES LABELS "${day};${variant};gpu" TIMEOUT ${LAB_TIMEOUT} RUN_SERIAL TRUE)
+        PROPERTIES TIMEOUT ${LAB_TIMEOUT} RUN_SERIAL TRUE)
+      list(APPEND test_lists ${day}_${variant}_serial_tests)
     endif()
     gtest_discover_tests(${day}_${variant}_tests
       TEST_PREFIX "${day}.${variant}."
       TEST_FILTER "${parallel_filter}"
+      TEST_LIST ${day}_${variant}_tests
       DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 30 NO_PRETTY_VALUES
-      PROPERTIES LABELS "${day};${variant};gpu" TIMEOUT ${LAB_TIMEOUT})
+      PROPERTIES TIMEOUT ${LAB_TIMEOUT})
+    course_label_discovered_tests(${day} ${variant} "${test_lists}" "${LAB_HOST_SUITES}")
 
     add_executable(${day}_${variant}_bench $<TARGET_OBJECTS:${day}_bench_obj>)
     target_link_libraries(${day}_${variant}_bench PRIVATE ${kernel} course_bench_main
@@ -126,6 +134,25 @@ function(course_add_lab name)
   string(REPLACE ";" "," exercises "${LAB_EXERCISES}")
   set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST_LINES
     "${day}\t${name}\t${LAB_TITLE}\t${exercises}\t${lab_source}")
+endfunction()
+
+# Labels for the tests gtest_discover_tests finds. Its PROPERTIES argument flattens a list
+# value (LABELS "d02;lab;gpu" arrives as LABELS d02 plus a bogus property "lab"), so the labels
+# are set by a script that ctest includes after the discovery scripts: it walks the TEST_LIST
+# variables discovery filled and labels each test gpu or host by its suite.
+function(course_label_discovered_tests day variant test_lists host_suites)
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${day}_${variant}_labels.cmake)
+  string(REPLACE ";" "|" host_regex "${host_suites}")
+  set(text "foreach(test_name IN LISTS ${test_lists})\n")
+  string(APPEND text "  set(where gpu)\n")
+  if(host_suites)
+    string(APPEND text "  if(test_name MATCHES \"^${day}\\\\.${variant}\\\\.([^./]+/)?(${host_regex})\\\\.\")\n"
+                       "    set(where host)\n  endif()\n")
+  endif()
+  string(APPEND text "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${day};${variant};\${where}\")\n")
+  string(APPEND text "endforeach()\n")
+  file(WRITE ${script} "${text}")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()
 
 # The course tool reads build/course_manifest.tsv to learn the days: one line per lab,

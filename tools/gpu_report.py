@@ -100,6 +100,21 @@ def main():
             problems.append(f"starter {n}: PASSED (a starter test must fail until the exercise is done)")
         elif s == "crashed":
             problems.append(f"starter {n}: crashed or timed out instead of failing: {first_failure(out)}")
+    for day in days:
+        if counts(sol, day, "solution")["passed"] == 0:
+            problems.append(f"{day}: no solution test passed (did the tests run? see tests-solution.log)")
+    sanitizers = []
+    summary = os.path.join(a.dir, "sanitize-summary.txt")
+    if os.path.exists(summary):
+        with open(summary) as f:
+            for line in f:
+                parts = line.split()  # "<tool> <day> exit <code>"
+                if len(parts) == 4 and parts[1] in days:
+                    clean = parts[3] == "0"
+                    sanitizers.append(f"{parts[0]} {parts[1]}: {'clean' if clean else 'exit ' + parts[3]}")
+                    if not clean:
+                        problems.append(f"compute-sanitizer --tool {parts[0]} on {parts[1]}: exit "
+                                        f"{parts[3]} (see sanitize-{parts[1]}-{parts[0]}.log)")
     if problems:
         print(f"{len(problems)} problems:")
         for line in problems[:60]:
@@ -133,7 +148,9 @@ def main():
     print("-+-".join("-" * w for w in widths))
     for r in rows:
         print(fmt.format(*r))
-    ok = not problems and all(counts(sol, d, "solution")["passed"] > 0 for d in days)
+    if sanitizers:
+        print("\ncompute-sanitizer: " + ", ".join(sanitizers))
+    ok = not problems
     print("\nverdict:", "OK — solutions pass, starters fail cleanly" if ok else "PROBLEMS above")
     return 0 if ok else 1
 

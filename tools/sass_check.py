@@ -42,8 +42,8 @@ def split_kernels(sass):
     kernels, arch, name = {}, "unknown", None
     for line in sass.splitlines():
         m = re.search(r"arch = (sm_\w+)", line)
-        if m:
-            arch = m.group(1)
+        if m:  # a new cubin starts: what follows belongs to no kernel until its Function line
+            arch, name = m.group(1), None
             continue
         m = re.match(r"\s*Function : (\S+)", line)
         if m:
