@@ -33,9 +33,13 @@ def load_junit(path):
         elif status in ("notrun", "disabled") or tc.find("skipped") is not None:
             s = "skipped"
         else:
-            # A clean failure went through GoogleTest's reporting; anything else (a signal, a
-            # timeout, an abort) is a crash of the test process.
-            s = "failed" if "[  FAILED  ]" in out else "crashed"
+            # A clean failure went through GoogleTest's reporting (or, for a test that is not a
+            # GoogleTest, ctest says only "Failed"); a timeout, a signal, or a GoogleTest process
+            # that died before printing its verdict is a crash.
+            failure = tc.find("failure")
+            message = failure.get("message", "") if failure is not None else ""
+            died = "[ RUN      ]" in out and "[  FAILED  ]" not in out
+            s = "failed" if message == "Failed" and not died else "crashed"
         cases.append((tc.get("name", ""), s, out))
     return cases
 

@@ -29,12 +29,22 @@ def disassemble(path, cuobjdump):
     return out.stdout
 
 
+def normalise(name):
+    """One spelling for template arguments, whichever demangler ran: cu++filt writes
+    `kernel<float, (int)4>` and `(bool)1` where c++filt writes `kernel<float, 4>` and `true`."""
+    name = re.sub(r"\(bool\)1\b", "true", name)
+    name = re.sub(r"\(bool\)0\b", "false", name)
+    return re.sub(r"\((?:unsigned )?(?:int|long|long long|short|char)\)(-?\d+)", r"\1", name)
+
+
 def demangle(names, cufilt):
     if not cufilt or not names:
         return {n: n for n in names}
     out = subprocess.run([cufilt], input="\n".join(names), capture_output=True, text=True)
     lines = out.stdout.splitlines()
-    return dict(zip(names, lines)) if len(lines) == len(names) else {n: n for n in names}
+    if len(lines) != len(names):
+        return {n: n for n in names}
+    return {n: normalise(line) for n, line in zip(names, lines)}
 
 
 def split_kernels(sass):

@@ -18,8 +18,10 @@ namespace {
 
 using course::DeviceBuffer;
 
-// Sizes around the warp (32) and block (256) boundaries, and one past a power of two.
-const std::int64_t kSizes[] = {0, 1, 31, 32, 33, 255, 257, (1 << 20) + 3};
+// Sizes around the warp (32) and block (256) boundaries, and one past a power of two. n = 0 has
+// tests of its own (the *Bounds suites), paired with n = 1: an empty input is trivially "correct"
+// for a kernel that does nothing, so on its own it could not tell a solved exercise from a starter.
+const std::int64_t kSizes[] = {1, 31, 32, 33, 255, 257, (1 << 20) + 3};
 
 // ---------------------------------------------------------------- Exercise 1: vector add
 class VectorAdd : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
@@ -40,19 +42,38 @@ INSTANTIATE_TEST_SUITE_P(Sizes, VectorAdd, ::testing::ValuesIn(kSizes),
 class VectorAddBounds : public course::GpuTest {};
 
 TEST_F(VectorAddBounds, DoesNotWritePastTheEnd) {
-  // The grid is rounded up to whole blocks; threads past n must not write. Guard elements
-  // after the end of c must keep their poison.
+  // The grid is rounded up to whole blocks; threads past n must not write. Every element of
+  // c[0, n) must be written, and the guard elements after the end must keep their poison.
   const std::int64_t n = 1000;
   const auto a = course::random_uniform<float>(n, course::seed_for(3));
   DeviceBuffer<float> da(a), db(a), dc(n + 64);
   dc.poison();
   d01::vector_add(da.data(), db.data(), dc.data(), n);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  COURSE_ASSERT_MATCH(dc.download(0, n),
+                      course::reference::vector_add(course::as_doubles(a), course::as_doubles(a)));
   const auto guard = dc.download(n, 64);
   for (std::size_t i = 0; i < guard.size(); ++i)
     ASSERT_TRUE(course::DType<float>::is_poison(guard[i]))
         << "c[" << n + static_cast<std::int64_t>(i) << "] was written but n = " << n
         << ": the bounds test (if (i < n)) is missing or wrong";
+}
+
+TEST_F(VectorAddBounds, AcceptsAnEmptyInputThenAddsOneElement) {
+  // n = 0 must launch nothing: a grid of 0 blocks is a launch error (cudaErrorInvalidConfiguration).
+  const auto a = course::random_uniform<float>(1, course::seed_for(6));
+  const auto b = course::random_uniform<float>(1, course::seed_for(7));
+  DeviceBuffer<float> da(a), db(b), dc(1);
+  dc.poison();
+  ASSERT_NO_THROW(d01::vector_add(da.data(), db.data(), dc.data(), 0))
+      << "n = 0 must be accepted: return before launching (a grid of 0 blocks is an error)";
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(course::DType<float>::is_poison(dc.download()[0]))
+      << "n = 0 wrote c[0]: with no elements, nothing may be written";
+  d01::vector_add(da.data(), db.data(), dc.data(), 1);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  COURSE_EXPECT_MATCH(dc.download(),
+                      course::reference::vector_add(course::as_doubles(a), course::as_doubles(b)));
 }
 
 // ---------------------------------------------------------------- Exercise 2: SAXPY
@@ -78,7 +99,11 @@ TEST_P(Saxpy, IsCorrectForAnyGrid) {
                  std::to_string(c.block_threads) + " threads)";
   // Unwritten elements keep y's old value, and an element updated twice is y + 2 alpha x:
   // both show as mismatches against the reference.
-  COURSE_EXPECT_MATCH(dy.download(), course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)), options);
+  const std::vector<float> got = dy.download();
+  ASSERT_TRUE(n == 0 || std::memcmp(got.data(), y.data(), n * sizeof(float)) != 0)
+      << "y is exactly as it was: nothing was updated. Did the kernel run, and does it write "
+         "y[i] = alpha * x[i] + y[i]? (TODO d01.2)";
+  COURSE_EXPECT_MATCH(got, course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)), options);
 }
 
 std::vector<SaxpyCase> saxpy_cases() {
@@ -97,6 +122,24 @@ INSTANTIATE_TEST_SUITE_P(Grids, Saxpy, ::testing::ValuesIn(saxpy_cases()),
                                   std::to_string(info.param.grid_blocks) + "x" +
                                   std::to_string(info.param.block_threads);
                          });
+
+class SaxpyBounds : public course::GpuTest {};
+
+TEST_F(SaxpyBounds, AcceptsAnEmptyInputThenUpdatesOneElement) {
+  const float alpha = -0.5f;
+  const auto x = course::random_uniform<float>(1, course::seed_for(8));
+  const auto y = course::random_uniform<float>(1, course::seed_for(9));
+  DeviceBuffer<float> dx(x), dy(y);
+  ASSERT_NO_THROW(d01::saxpy(alpha, dx.data(), dy.data(), 0))
+      << "n = 0 must be accepted: return before launching (a grid of 0 blocks is an error)";
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_EQ(course::DType<float>::to_bits(dy.download()[0]), course::DType<float>::to_bits(y[0]))
+      << "n = 0 changed y[0]: with no elements, nothing may be written";
+  d01::saxpy(alpha, dx.data(), dy.data(), 1);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  COURSE_EXPECT_MATCH(dy.download(), course::reference::saxpy(alpha, course::as_doubles(x),
+                                                              course::as_doubles(y)));
+}
 
 // ---------------------------------------------------------------- Exercise 3: device query
 class DeviceQuery : public course::GpuTest {};
