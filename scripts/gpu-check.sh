@@ -60,12 +60,12 @@ day_regex="^($(echo $days | sed 's/ /|/g'))"
 if want tests; then
   for variant in solution lab; do
     log "tests: $variant ($days)"
-    ctest --test-dir "$bin" -R "$day_regex\.$variant\." -j 8 --timeout 120 \
+    ctest --test-dir "$bin" -R "$day_regex\.$variant\." -j "$jobs" --timeout 120 \
       --output-junit "$out/tests-$variant.xml" >"$out/tests-$variant.log" 2>&1
     grep -E "tests passed|Total Test time" "$out/tests-$variant.log"
   done
   log "host tests (harness, tools, SASS checks)"
-  ctest --test-dir "$bin" -L host -LE '^lab$' -j 8 --output-junit "$out/tests-host.xml" \
+  ctest --test-dir "$bin" -L host -LE '^lab$' -j "$jobs" --output-junit "$out/tests-host.xml" \
     >"$out/tests-host.log" 2>&1
   grep -E "tests passed|Total Test time" "$out/tests-host.log"
   grep -E "\(Failed\)|\(Timeout\)" "$out/tests-host.log" | head -20
@@ -81,7 +81,7 @@ if want sanitize; then
     [ -n "$exe" ] || continue
     for tool in racecheck memcheck; do
       log "compute-sanitizer --tool $tool $day"
-      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_brief=1 \
+      timeout "${SANITIZE_SECONDS:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_brief=1 \
         >"$out/sanitize-$day-$tool.log" 2>&1
       rc=$?
       echo "exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$day-$tool.log" \
