@@ -10,6 +10,8 @@
 #   --days           only these days (default: every lab in the build)
 #   --out            where logs, JUnit XML and benchmark JSON go (default: build/gpu-check)
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
+# Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
+# SANITIZE_SECONDS (the time limit of each checker run; default 300).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -71,35 +73,38 @@ if want tests; then
   grep -E "\(Failed\)|\(Timeout\)" "$out/tests-host.log" | head -20
 fi
 
+if want bench; then
+  for day in $days; do
+    exe=$(find "$bin/labs" -name "${day}_solution_bench" -type f | head -n 1)
+    [ -n "$exe" ] || continue
+    log "benchmark: $day solution"
+    filter_var="BENCH_FILTER_$day"  # e.g. BENCH_FILTER_d04='<float>' runs only those rows
+    timeout 300 "$exe" --benchmark_filter="${!filter_var:-.}" --benchmark_format=console \
+      --benchmark_out_format=json --benchmark_out="$out/bench-$day-solution.json" \
+      >"$out/bench-$day-solution.log" 2>&1
+    echo "exit $?"
+    grep -E "^BM_|^device|ceiling|ERROR" "$out/bench-$day-solution.log" | cut -c1-180
+  done
+fi
+
 if want sanitize; then
   # racecheck (shared-memory races) and memcheck (out-of-bounds and misaligned accesses) over
   # the solutions of the days that use shared memory; the tests' shapes are small enough for
-  # the checkers' ~100x slowdown.
+  # the checkers' ~100x slowdown. Exit 124: the time limit ended the run (not clean, not dirty).
+  rm -f "$out/sanitize-summary.txt"
   for day in $days; do
     case "$day" in d0[4-6]) ;; *) continue ;; esac
     exe=$(find "$bin/labs" -name "${day}_solution_tests" -type f | head -n 1)
     [ -n "$exe" ] || continue
     for tool in racecheck memcheck; do
       log "compute-sanitizer --tool $tool $day"
-      timeout "${SANITIZE_SECONDS:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_brief=1 \
-        >"$out/sanitize-$day-$tool.log" 2>&1
+      timeout "${SANITIZE_SECONDS:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        "$exe" --gtest_brief=1 >"$out/sanitize-$day-$tool.log" 2>&1
       rc=$?
       echo "exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$day-$tool.log" \
         | tail -n 1) $(grep -E '^\[  (PASSED|FAILED)' "$out/sanitize-$day-$tool.log" | tr '\n' ' ')"
       echo "$tool $day exit $rc" >>"$out/sanitize-summary.txt"
     done
-  done
-fi
-
-if want bench; then
-  for day in $days; do
-    exe=$(find "$bin/labs" -name "${day}_solution_bench" -type f | head -n 1)
-    [ -n "$exe" ] || continue
-    log "benchmark: $day solution"
-    timeout 300 "$exe" --benchmark_format=console --benchmark_out_format=json --benchmark_out="$out/bench-$day-solution.json" \
-      >"$out/bench-$day-solution.log" 2>&1
-    echo "exit $?"
-    grep -E "^BM_|^device|ceiling|ERROR" "$out/bench-$day-solution.log" | cut -c1-180
   done
 fi
 
