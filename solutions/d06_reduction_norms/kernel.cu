@@ -69,7 +69,7 @@ __global__ void row_sums_kernel(const float* __restrict__ x, float* __restrict__
 // grid-stride loop, kSumUnroll vectors in flight at a time) and tail element g, always in the
 // same order: each thread's partial sum depends only on n, the grid and the data.
 constexpr int kSumThreads = 256;
-constexpr int kSumUnroll = 8;  // 16-byte loads issued back to back per thread: 128 bytes in flight
+constexpr int kSumUnroll = 4;  // 16-byte loads issued back to back per thread: 64 bytes in flight
 using Float4 = Vec<float, 4>;
 
 __device__ float thread_partial_sum(const float* __restrict__ x, std::int64_t head,
