@@ -68,7 +68,7 @@ def key_benchmark(path):
     if b.get("error_occurred"):
         return {"name": b["name"], "error": b.get("error_message", "error")}
     return {
-        "name": b["name"].split("/manual_time")[0],
+        "name": re.sub(r"/min_time:[0-9.]+", "", b["name"].split("/manual_time")[0]),
         "gbs": b.get("GB/s"),
         "pct": b.get("%copy"),
         "tflops": b.get("TFLOP/s"),
