@@ -62,9 +62,11 @@ bool verified(benchmark::State& state, const Comparison& check);
 
 // Sample up to `samples` evenly spaced elements of a large output and compare them with the
 // reference computed only at those indices: a full float64 reference of a 256 MiB tensor
-// would take longer than the benchmark.
+// would take longer than the benchmark. `options` as for compare() (a kernel built on
+// approximate hardware math passes its own tolerance there).
 template <class T, class RefAt>
-Comparison compare_sampled(const std::vector<T>& got, RefAt&& ref_at, std::size_t samples = 1 << 16) {
+Comparison compare_sampled(const std::vector<T>& got, RefAt&& ref_at,
+                           CompareOptions options = {}, std::size_t samples = 1 << 16) {
   const std::size_t n = got.size();
   const std::size_t step = n > samples ? n / samples : 1;
   std::vector<T> picked;
@@ -77,8 +79,7 @@ Comparison compare_sampled(const std::vector<T>& got, RefAt&& ref_at, std::size_
     picked.push_back(got[n - 1]);
     ref.push_back(ref_at(n - 1));
   }
-  CompareOptions options;
-  options.what = "sampled output";
+  if (options.what == CompareOptions{}.what) options.what = "sampled output";
   return compare(picked, ref, options);
 }
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "course/compare.h"
@@ -20,6 +21,21 @@ namespace course {
 
 // "rerun with COURSE_SEED=..." — appended to every failure that depends on random inputs.
 std::string seed_hint();
+
+// The element types as a test parameter (TEST_P over dtypes): printed by name in test names
+// and failure messages.
+enum class ElementType { kFloat32, kFloat16, kBFloat16 };
+inline constexpr ElementType kAllElementTypes[] = {ElementType::kFloat32, ElementType::kFloat16,
+                                                   ElementType::kBFloat16};
+inline std::string dtype_name(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat32: return DType<float>::name;
+    case ElementType::kFloat16: return DType<half>::name;
+    case ElementType::kBFloat16: return DType<bfloat16>::name;
+  }
+  return "?";
+}
+inline void PrintTo(ElementType t, std::ostream* os) { *os << dtype_name(t); }
 
 class GpuTest : public ::testing::Test {
  protected:

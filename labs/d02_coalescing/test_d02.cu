@@ -55,19 +55,10 @@ constexpr std::int64_t kFewElements = 16;
 constexpr double kFewLo = -1.0, kFewHi = 3.0;
 
 // ---------------------------------------------------------------------------------------------
-// Element types as a test parameter.
-enum class DType { kFloat32, kFloat16, kBFloat16 };
-const DType kAllDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-
-std::string dtype_name(DType d) {
-  switch (d) {
-    case DType::kFloat32: return course::DType<float>::name;
-    case DType::kFloat16: return course::DType<half>::name;
-    case DType::kBFloat16: return course::DType<bfloat16>::name;
-  }
-  return "?";
-}
-void PrintTo(DType d, std::ostream* os) { *os << dtype_name(d); }
+// Element types as a test parameter (course/testing.h).
+using DType = course::ElementType;
+using course::dtype_name;
+constexpr const auto& kAllDTypes = course::kAllElementTypes;
 std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
   return dtype_name(info.param);
 }

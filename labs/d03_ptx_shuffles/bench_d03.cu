@@ -43,28 +43,11 @@ constexpr int kComputeBoundTerms = 64;
 const double kTanhBound = std::exp2(-10.987);
 const course::Tolerance kApproxCheck{2 * kTanhBound, 2 * kTanhBound};
 
-// course::bench::compare_sampled with an explicit tolerance (the harness's uses the dtype's
-// default, which approximate math is not held to).
-template <class T, class RefAt>
-course::Comparison compare_sampled_within(const std::vector<T>& got, RefAt&& ref_at,
-                                          course::Tolerance tolerance,
-                                          std::size_t samples = 1 << 16) {
-  const std::size_t n = got.size();
-  const std::size_t step = n > samples ? n / samples : 1;
-  std::vector<T> picked;
-  std::vector<double> want;
-  for (std::size_t i = 0; i < n; i += step) {
-    picked.push_back(got[i]);
-    want.push_back(ref_at(i));
-  }
-  if (n > 0 && (n - 1) % step != 0) {
-    picked.push_back(got[n - 1]);
-    want.push_back(ref_at(n - 1));
-  }
+// Approximate hardware math is held to its own tolerance, not to the dtype's default.
+course::CompareOptions within(course::Tolerance tolerance) {
   course::CompareOptions options;
-  options.what = "sampled output";
   options.tolerance = tolerance;
-  return course::compare(picked, want, options);
+  return options;
 }
 
 // Evaluations per second the special function units can deliver: 16 per clock per SM on
@@ -112,7 +95,7 @@ void BM_math(benchmark::State& state, MathFn f, bool ptx) {
     }
   };
   run();
-  const auto check = compare_sampled_within(
+  const auto check = course::bench::compare_sampled(
       dy.download(),
       [&](std::size_t i) {
         double sum = 0.0;
@@ -120,7 +103,7 @@ void BM_math(benchmark::State& state, MathFn f, bool ptx) {
           sum += exact(f, static_cast<double>(x[i] + static_cast<float>(j) * d03::kTermStep));
         return sum;
       },
-      kApproxCheck);
+      within(kApproxCheck));
   if (!course::bench::verified(state, check)) return;
   course::bench::measure(state, run, {8.0 * static_cast<double>(n), 0.0});
   const double seconds = state.counters["median_us"] * 1e-6;
@@ -293,8 +276,9 @@ void BM_gelu_fast(benchmark::State& state) {
   d03::gelu_fast(dx.data(), dy.data(), n);
   const course::Tolerance tol{course::DType<T>::tolerance.norm + kApproxCheck.norm,
                               course::DType<T>::tolerance.elem + kApproxCheck.elem};
-  const auto check = compare_sampled_within(
-      dy.download(), [&](std::size_t i) { return ref::gelu_tanh(course::to_double(x[i])); }, tol);
+  const auto check = course::bench::compare_sampled(
+      dy.download(), [&](std::size_t i) { return ref::gelu_tanh(course::to_double(x[i])); },
+      within(tol));
   if (!course::bench::verified(state, check)) return;
   course::bench::measure(
       state, [&] { d03::gelu_fast(dx.data(), dy.data(), n); },

@@ -36,16 +36,8 @@ constexpr course::Tolerance kExact{0.0, 0.0};
 // Elements after the end of the output that must keep their poison.
 constexpr std::size_t kGuard = 64;
 
-enum class DType { kFloat32, kFloat16, kBFloat16 };
-
-std::string dtype_name(DType d) {
-  switch (d) {
-    case DType::kFloat32: return course::DType<float>::name;
-    case DType::kFloat16: return course::DType<half>::name;
-    case DType::kBFloat16: return course::DType<bfloat16>::name;
-  }
-  return "?";
-}
+using DType = course::ElementType;  // element types as a test parameter (course/testing.h)
+using course::dtype_name;
 
 // One variant of lab.h, for each element type.
 template <class T>
@@ -77,7 +69,6 @@ struct Shape {
 };
 
 // How GoogleTest prints the parameters (instead of their bytes).
-void PrintTo(DType d, std::ostream* os) { *os << dtype_name(d); }
 void PrintTo(const Shape& s, std::ostream* os) {
   *os << dtype_name(s.dtype) << " [" << s.rows << ", " << s.cols << "]";
 }
@@ -89,7 +80,7 @@ std::vector<Shape> shapes() {
       {1, 1},     {1, 777},  {777, 1},   {32, 32},  {33, 65},
       {65, 33},   {136, 200}, {1000, 999}, {4097, 31}, {31, 4097}};
   std::vector<Shape> out;
-  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+  for (DType d : course::kAllElementTypes)
     for (const auto& [rows, cols] : sides) out.push_back({d, rows, cols});
   return out;
 }
@@ -291,7 +282,7 @@ class LayoutTest : public ::testing::TestWithParam<DType> {};
 std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
   return dtype_name(info.param);
 }
-const DType kAllDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+constexpr const auto& kAllDTypes = course::kAllElementTypes;
 
 int elem_bytes(DType d) { return d == DType::kFloat32 ? 4 : 2; }
 
