@@ -15,9 +15,11 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 # --- 1. build tools and libraries -----------------------------------------------------------
 need_apt=()
-if ! have cmake || ! cmake -P /dev/stdin <<<'if(CMAKE_VERSION VERSION_LESS 3.25)
-message(FATAL_ERROR "old")
-endif()' >/dev/null 2>&1; then need_apt+=(cmake); fi
+cmake_at_least_3_25() {  # "cmake version 3.25.1" -> 3 25
+  local v; v=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  [ -n "$v" ] && { set -- $v; [ "$1" -gt 3 ] || { [ "$1" -eq 3 ] && [ "$2" -ge 25 ]; }; }
+}
+cmake_at_least_3_25 || need_apt+=(cmake)
 have ninja || need_apt+=(ninja-build)
 [ -e /usr/include/gtest/gtest.h ] || [ -e /usr/local/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
 [ -e /usr/include/benchmark/benchmark.h ] || [ -e /usr/local/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
