@@ -41,11 +41,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,
 { nvcc --version | tail -n 2; cmake --version | head -n 1; } 2>&1 | tee -a "$out/gpu.txt"
 
 if want build; then
-  # GoogleTest / Google Benchmark from .deps/ when the machine has no packages (scripts/third-party.sh).
-  prefix=$(scripts/third-party.sh) || exit 1
-  extra=(); [ -n "$prefix" ] && extra=("-DCMAKE_PREFIX_PATH=$prefix")
+  scripts/third-party.sh || exit 1  # GoogleTest/Benchmark from .deps/ if the machine lacks them
   log "configure + build ($jobs jobs)"
-  cmake --preset "$preset" "${extra[@]}" >"$out/configure.log" 2>&1 \
+  cmake --preset "$preset" >"$out/configure.log" 2>&1 \
     || { tail -n 40 "$out/configure.log"; echo "CONFIGURE FAILED"; exit 1; }
   grep -E "^-- course:" "$out/configure.log"
   start=$(date +%s)

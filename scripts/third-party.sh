@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # GoogleTest and Google Benchmark for a machine that has neither package and no network (the
 # lent GPU machine, an air-gapped lab PC): builds them from source tarballs in .deps/ and
-# installs them into .deps/install, which CMake then finds through CMAKE_PREFIX_PATH.
+# installs them into .deps/install, where the course's CMakeLists.txt looks for them.
 #   .deps/googletest-*.tar.gz   (Debian ships the sources in /usr/src/googletest)
 #   .deps/benchmark-*.tar.gz    (github.com/google/benchmark release, or `apt-get source benchmark`)
-# Prints the prefix to pass as -DCMAKE_PREFIX_PATH, or nothing when the system already has both.
+# Does nothing when the system already has both. Run it before configuring.
 # Usage: scripts/third-party.sh [--force]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,10 +12,6 @@ deps=$PWD/.deps; prefix=$deps/install
 force=0; [ "${1:-}" = "--force" ] && force=1
 
 have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ] || [ -e "$prefix/include/$1" ]; }
-if [ $force -eq 0 ] && { [ -e /usr/include/gtest/gtest.h ] || [ -e /usr/local/include/gtest/gtest.h ]; } \
-   && { [ -e /usr/include/benchmark/benchmark.h ] || [ -e /usr/local/include/benchmark/benchmark.h ]; }; then
-  exit 0  # the system has both: nothing to build, nothing to add to the prefix path
-fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 build_one() {  # <tarball glob> <header that proves it is installed> <cmake args...>
@@ -40,4 +36,3 @@ build_one() {  # <tarball glob> <header that proves it is installed> <cmake args
 build_one 'googletest-*.tar.gz' gtest/gtest.h -DBUILD_GMOCK=ON
 build_one 'benchmark-*.tar.gz' benchmark/benchmark.h -DBENCHMARK_ENABLE_TESTING=OFF \
   -DBENCHMARK_ENABLE_GTEST_TESTS=OFF -DBENCHMARK_ENABLE_WERROR=OFF
-echo "$prefix"

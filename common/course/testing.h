@@ -36,6 +36,11 @@ inline std::string dtype_name(ElementType t) {
   return "?";
 }
 inline void PrintTo(ElementType t, std::ostream* os) { *os << dtype_name(t); }
+// INSTANTIATE_TEST_SUITE_P(DTypes, Suite, ValuesIn(kAllElementTypes), dtype_param_name):
+// test names end in /float32, /float16, /bfloat16.
+inline std::string dtype_param_name(const ::testing::TestParamInfo<ElementType>& info) {
+  return dtype_name(info.param);
+}
 
 class GpuTest : public ::testing::Test {
  protected:

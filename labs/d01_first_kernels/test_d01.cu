@@ -100,7 +100,7 @@ TEST_P(Saxpy, IsCorrectForAnyGrid) {
   // Unwritten elements keep y's old value, and an element updated twice is y + 2 alpha x:
   // both show as mismatches against the reference.
   const std::vector<float> got = dy.download();
-  ASSERT_TRUE(n == 0 || std::memcmp(got.data(), y.data(), n * sizeof(float)) != 0)
+  ASSERT_NE(std::memcmp(got.data(), y.data(), n * sizeof(float)), 0)
       << "y is exactly as it was: nothing was updated. Did the kernel run, and does it write "
          "y[i] = alpha * x[i] + y[i]? (TODO d01.2)";
   COURSE_EXPECT_MATCH(got, course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)), options);

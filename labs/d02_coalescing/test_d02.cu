@@ -58,10 +58,8 @@ constexpr double kFewLo = -1.0, kFewHi = 3.0;
 // Element types as a test parameter (course/testing.h).
 using DType = course::ElementType;
 using course::dtype_name;
-constexpr const auto& kAllDTypes = course::kAllElementTypes;
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return dtype_name(info.param);
-}
+using course::dtype_param_name;
+using course::kAllElementTypes;
 
 // with_dtype(d, f) calls f(Tag<T>{}) for the element type T that d names; inside f,
 // `using T = typename decltype(tag)::type;` recovers it.
@@ -243,7 +241,7 @@ TEST_P(CoalescedCopy, IsCorrectWhenEveryThreadLoops) {
     expect_runs(coalesced_copy<T>(), {Launch{1009}.blocks(1), Launch{(1 << 20) + 3}.blocks(3)});
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, CoalescedCopy, ::testing::ValuesIn(kAllDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, CoalescedCopy, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 2: strided copy
 // The tests check that every element is copied, not how: the benchmark (BM_copy_1_strided)
@@ -270,7 +268,7 @@ TEST_P(StridedCopy, IsCorrectWhenEveryThreadLoops) {
     expect_run(strided_copy<T>(32), Launch{(1 << 20) + 3}.blocks(3));
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, StridedCopy, ::testing::ValuesIn(kAllDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, StridedCopy, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 3: the vector type
 class VectorType : public ::testing::TestWithParam<DType> {};
@@ -323,8 +321,8 @@ TEST_P(VectorTypeOnGpu, LoadsAndStoresWholeVectors) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, VectorType, ::testing::ValuesIn(kAllDTypes), dtype_param_name);
-INSTANTIATE_TEST_SUITE_P(DTypes, VectorTypeOnGpu, ::testing::ValuesIn(kAllDTypes),
+INSTANTIATE_TEST_SUITE_P(DTypes, VectorType, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, VectorTypeOnGpu, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 4: vectorized copy
@@ -385,7 +383,7 @@ TEST_P(VectorizedCopy, IsCorrectWhenEveryThreadLoops) {
                  Launch{1009}.offsets(1, 1).blocks(1)});
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, VectorizedCopy, ::testing::ValuesIn(kAllDTypes),
+INSTANTIATE_TEST_SUITE_P(DTypes, VectorizedCopy, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 5: GeLU
@@ -414,7 +412,7 @@ TEST_P(Gelu, IsCorrectWhenEveryThreadLoops) {
                 {Launch{(1 << 20) + 3}.blocks(3), Launch{1009}.offsets(1, 1).blocks(1)});
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, Gelu, ::testing::ValuesIn(kAllDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, Gelu, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
 
 // =============================================================================================
 // Row launchers: [rows, cols] matrices, row-major.
@@ -555,7 +553,7 @@ TEST_P(AddBiasGeluUnfused, IsCorrectWhenEveryThreadLoops) {
                             /*fused=*/false);
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, AddBiasGeluUnfused, ::testing::ValuesIn(kAllDTypes),
+INSTANTIATE_TEST_SUITE_P(DTypes, AddBiasGeluUnfused, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
 class AddBiasGeluFused : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
@@ -588,7 +586,7 @@ TEST_P(AddBiasGeluFused, IsCorrectWhenEveryThreadLoops) {
         /*fused=*/true);
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, AddBiasGeluFused, ::testing::ValuesIn(kAllDTypes),
+INSTANTIATE_TEST_SUITE_P(DTypes, AddBiasGeluFused, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 7: SiLU-and-mul
@@ -631,6 +629,6 @@ TEST_P(SiluAndMul, IsCorrectWhenEveryThreadLoops) {
       if (!expect_silu_and_mul<T>(s)) return;
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, SiluAndMul, ::testing::ValuesIn(kAllDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, SiluAndMul, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
 
 }  // namespace

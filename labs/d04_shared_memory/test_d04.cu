@@ -38,6 +38,8 @@ constexpr std::size_t kGuard = 64;
 
 using DType = course::ElementType;  // element types as a test parameter (course/testing.h)
 using course::dtype_name;
+using course::dtype_param_name;
+using course::kAllElementTypes;
 
 // One variant of lab.h, for each element type.
 template <class T>
@@ -80,7 +82,7 @@ std::vector<Shape> shapes() {
       {1, 1},     {1, 777},  {777, 1},   {32, 32},  {33, 65},
       {65, 33},   {136, 200}, {1000, 999}, {4097, 31}, {31, 4097}};
   std::vector<Shape> out;
-  for (DType d : course::kAllElementTypes)
+  for (DType d : kAllElementTypes)
     for (const auto& [rows, cols] : sides) out.push_back({d, rows, cols});
   return out;
 }
@@ -279,10 +281,6 @@ void expect_layout(TileIndex index, const char* name, const char* todo, int rows
 }
 
 class LayoutTest : public ::testing::TestWithParam<DType> {};
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return dtype_name(info.param);
-}
-constexpr const auto& kAllDTypes = course::kAllElementTypes;
 
 int elem_bytes(DType d) { return d == DType::kFloat32 ? 4 : 2; }
 
@@ -316,7 +314,7 @@ TEST_P(Transpose3PaddedLayout, WritesRowsAndReadsColumnsWithoutBankConflicts) {
   expect_layout(index, "tile_index_3_padded", "TODO d04.3: kPad", 32, 32, elem_bytes(d),
                 32 * (32 + pad), tile32_accesses(elem_bytes(d)));
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, Transpose3PaddedLayout, ::testing::ValuesIn(kAllDTypes),
+INSTANTIATE_TEST_SUITE_P(DTypes, Transpose3PaddedLayout, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 4: the swizzled layout
@@ -330,7 +328,7 @@ TEST_P(Transpose4SwizzledLayout, WritesRowsAndReadsColumnsWithoutBankConflicts) 
   expect_layout(index, "tile_index_4_swizzled", "TODO d04.4: swizzled_index", 32, 32,
                 elem_bytes(d), 32 * 32, tile32_accesses(elem_bytes(d)));
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, Transpose4SwizzledLayout, ::testing::ValuesIn(kAllDTypes),
+INSTANTIATE_TEST_SUITE_P(DTypes, Transpose4SwizzledLayout, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 5: the chunk swizzle
@@ -376,7 +374,7 @@ TEST_P(Transpose5VectorizedLayout, StoresChunksAndReadsColumnsWithoutBankConflic
   expect_layout(index, "tile_index_5_vectorized", "TODO d04.5: swizzled_chunk", kRows, cols, elem,
                 kRows * cols, accesses);
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, Transpose5VectorizedLayout, ::testing::ValuesIn(kAllDTypes),
+INSTANTIATE_TEST_SUITE_P(DTypes, Transpose5VectorizedLayout, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
 }  // namespace
