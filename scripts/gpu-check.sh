@@ -64,6 +64,16 @@ if want tests; then
       --output-junit "$out/tests-$variant.xml" >"$out/tests-$variant.log" 2>&1
     grep -E "tests passed|Total Test time" "$out/tests-$variant.log"
   done
+  # Figures the solution tests measured ("[ measured ] ..." lines), for the lessons' tables.
+  python3 - "$out/tests-solution.xml" >"$out/measured-lines.txt" <<'PY'
+import html, re, sys
+try:
+    text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+except OSError as e:
+    sys.exit(f"no measured lines: {e}")
+print("\n".join(sorted(set(html.unescape(m) for m in re.findall(r"\[ measured \][^\n<]*", text)))))
+PY
+  echo "$(wc -l <"$out/measured-lines.txt") measured lines in measured-lines.txt"
   log "host tests (harness, tools, SASS checks)"
   ctest --test-dir "$bin" -L host -LE '^lab$' -j "$jobs" --output-junit "$out/tests-host.xml" \
     >"$out/tests-host.log" 2>&1

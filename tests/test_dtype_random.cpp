@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "course/dtype.h"
 #include "course/random.h"
@@ -51,6 +53,45 @@ TEST(Random, StaysInsideTheRequestedRange) {
     EXPECT_GE(v, -2);
     EXPECT_LE(v, 2);
   }
+}
+
+TEST(Random, ValuesDoNotDependOnHowTheArrayIsSplitAmongThreads) {
+  // Large arrays are filled in parallel chunks whose boundaries depend on n and the core
+  // count; element i must not. A longer array extends a shorter one with the same seed.
+  const auto small = course::random_uniform<float>(1000, 9);
+  const auto large = course::random_uniform<float>((std::size_t{5} << 20) + 3, 9);
+  for (std::size_t i = 0; i < small.size(); ++i) ASSERT_EQ(small[i], large[i]) << "element " << i;
+  const auto larger = course::random_uniform<float>((std::size_t{7} << 20) + 1, 9);
+  for (std::size_t i = 0; i < large.size(); i += 4099) ASSERT_EQ(large[i], larger[i]) << "element " << i;
+  const auto doubles = course::as_doubles(large);
+  for (std::size_t i = 0; i < large.size(); i += 4099) ASSERT_EQ(doubles[i], large[i]);
+}
+
+TEST(Random, UniformAndNormalHaveTheirMoments) {
+  const std::size_t n = std::size_t{1} << 21;
+  double sum = 0.0, sum_sq = 0.0;
+  for (double v : course::random_uniform<double>(n, 3, 2.0, 6.0)) {
+    ASSERT_GE(v, 2.0);
+    ASSERT_LT(v, 6.0);
+    sum += v;
+    sum_sq += v * v;
+  }
+  const double mean = sum / n;
+  EXPECT_NEAR(mean, 4.0, 0.01);
+  EXPECT_NEAR(sum_sq / n - mean * mean, 16.0 / 12.0, 0.01);  // (hi - lo)^2 / 12
+
+  sum = sum_sq = 0.0;
+  for (double v : course::random_normal<double>(n, 4, 1.0, 2.0)) {
+    sum += v;
+    sum_sq += v * v;
+  }
+  const double normal_mean = sum / n;
+  EXPECT_NEAR(normal_mean, 1.0, 0.01);
+  EXPECT_NEAR(std::sqrt(sum_sq / n - normal_mean * normal_mean), 2.0, 0.01);
+
+  std::vector<int> counts(5, 0);
+  for (int v : course::random_uniform<int>(n, 5, -2, 2)) ++counts[v + 2];
+  for (int c : counts) EXPECT_NEAR(c, n / 5.0, 0.01 * n) << "each of -2..2 a fifth of the time";
 }
 
 TEST(Random, SaltedSeedsDiffer) {

@@ -2,15 +2,30 @@
 //
 // A kernel launch returns before the kernel runs, so a host clock around it measures the
 // launch, not the work. course::bench::measure() times each iteration with CUDA events
-// recorded on the stream around the work, after a warm-up and with the L2 cache flushed
-// before every iteration (otherwise a tensor that fits in L2 is timed at cache speed, not
-// DRAM speed). It hands each iteration's time to Google Benchmark (manual time) and adds
-// counters computed from the MEDIAN iteration, which a stray slow iteration cannot move:
+// recorded on the stream, after a warm-up, with the L2 cache flushed so that no iteration
+// finds its inputs in cache, and with every byte the work writes counted (lesson 1, §5.5):
+//
+//   flush(B)  | start | flush(A) | mid | work, flush(B) | stop
+//              <-- the flush alone --> <-- work + writing back its dirty lines -->
+//
+//   time = (stop - mid) - (mid - start)
+//
+// A flush READS a scratch buffer twice the size of the L2, so afterwards the L2 holds only
+// clean lines of that buffer. The work therefore starts on a cold, clean L2 (it pays for no
+// one else's writes, which a memset-based flush would leave dirty for it to write back), and
+// the flush after it writes back what the work left dirty in the L2 (output that has not
+// reached DRAM yet when the kernel ends), so those bytes are paid for too. The flush's own cost
+// is measured in the same iteration and subtracted. The work is queued behind a running flush,
+// so the host's launch latency is never inside the measurement.
+//
+// Each iteration's time goes to Google Benchmark (manual time); the counters come from the
+// MEDIAN iteration, which a stray slow iteration cannot move:
 //   median_us   the median time of one iteration, in microseconds
 //   GB/s        traffic.bytes / median time (1e9 bytes per second)
 //   %copy       GB/s as a percentage of this GPU's measured copy ceiling (device.h)
 //   TFLOP/s     traffic.flops / median time, when flops are given
-//   spread_%    (p90 - p10) / median: how noisy the measurement was
+//   spread_%    (p90 - p10) / median: how noisy the measurement was (the subtraction adds
+//               about 2-3 us of jitter, which matters only to the shortest kernels)
 // Register every GPU benchmark through course::bench::configure(), which sets manual time.
 #pragma once
 
@@ -34,15 +49,25 @@ struct Traffic {
   double flops = 0.0;
 };
 
-// Writes a buffer twice the size of the L2 so that nothing of the previous iteration stays cached.
+// Empties the L2 of everything useful by reading scratch buffer `which` (0 or 1), twice the
+// size of the L2: afterwards every line the L2 holds is a clean line of that buffer, and every
+// dirty line it held before has been written back to DRAM. Reading the other buffer next
+// time guarantees that flush misses in L2 as well.
 class L2Flusher {
  public:
   L2Flusher();
-  void flush(cudaStream_t stream = nullptr);
+  void flush(int which, cudaStream_t stream = nullptr);
 
  private:
-  DeviceBuffer<char> scratch_;
+  DeviceBuffer<char> scratch_[2];
+  DeviceBuffer<float> sink_;
+  int grid_ = 0;
 };
+
+// The flush's kernel (l2_flush.cu): reads `bytes` of `scratch` with `grid` blocks, writes
+// nothing unless the scratch holds a value it never does.
+void read_through_l2(const void* scratch, std::size_t bytes, float* sink, int grid,
+                     cudaStream_t stream);
 
 // Times `work` (which enqueues GPU work on `stream`) for as many iterations as Google
 // Benchmark asks, and sets the counters above.

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <ostream>
 #include <string>
 
@@ -40,6 +41,14 @@ inline void PrintTo(ElementType t, std::ostream* os) { *os << dtype_name(t); }
 // test names end in /float32, /float16, /bfloat16.
 inline std::string dtype_param_name(const ::testing::TestParamInfo<ElementType>& info) {
   return dtype_name(info.param);
+}
+
+// Prints a figure a test measured ("[ measured ] ...", which the GPU check script collects from
+// the logs into measured-lines.txt for the lessons) and records it in the test's XML result.
+inline void report_measured(const std::string& key, const std::string& line) {
+  std::printf("[ measured ] %s\n", line.c_str());
+  std::fflush(stdout);
+  ::testing::Test::RecordProperty(key, line);
 }
 
 class GpuTest : public ::testing::Test {

@@ -181,12 +181,19 @@ class Timing : public course::GpuTest {
   static void expect_written(double ms, const char* function) {
     ASSERT_NE(ms, -1.0) << function << " returned -1: it is not written yet (TODO d01.4)";
   }
+  // "[ measured ] 4c time_with_events: 2.001 ms (the kernel spins for 2 ms)", for the lesson.
+  static void report(const char* exercise, const char* function, double ms) {
+    course::report_measured(function, std::string(exercise) + " " + function + ": " +
+                                          std::to_string(ms) + " ms (the kernel spins for " +
+                                          std::to_string(kSpinMs) + " ms)");
+  }
 };
 
 TEST_F(Timing, HostClockWithoutSyncMeasuresOnlyTheLaunch) {
   const double ms = d01::time_with_host_clock(kSpin);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   expect_written(ms, "time_with_host_clock");
+  report("4a", "time_with_host_clock", ms);
   EXPECT_GE(ms, 0.0);
   EXPECT_LT(ms, 0.5 * kSpinMs)
       << "A launch returns before the kernel runs, so a host clock without synchronisation "
@@ -197,6 +204,7 @@ TEST_F(Timing, HostClockWithoutSyncMeasuresOnlyTheLaunch) {
 TEST_F(Timing, HostClockWithSyncSeesTheWholeKernel) {
   const double ms = d01::time_with_host_clock_synced(kSpin);
   expect_written(ms, "time_with_host_clock_synced");
+  report("4b", "time_with_host_clock_synced", ms);
   EXPECT_GE(ms, 0.95 * kSpinMs) << "the kernel spins for " << kSpinMs
                                 << " ms: synchronise before stopping the clock";
   EXPECT_LT(ms, kSpinMs + 5.0) << "far longer than the kernel: was earlier work included?";
@@ -205,6 +213,7 @@ TEST_F(Timing, HostClockWithSyncSeesTheWholeKernel) {
 TEST_F(Timing, EventsMeasureTheKernel) {
   const double ms = d01::time_with_events(kSpin);
   expect_written(ms, "time_with_events");
+  report("4c", "time_with_events", ms);
   EXPECT_NEAR(ms, kSpinMs, 0.2 * kSpinMs)
       << "events recorded around the spin kernel should bracket its " << kSpinMs << " ms";
 }
@@ -226,6 +235,11 @@ TEST_F(Timing, RepeatedTrialsWarmUpAndReportTheMedian) {
   };
   const d01::TimingStats s = d01::time_repeated(counted, /*trials=*/9, /*warmup=*/3);
   ASSERT_NE(s.median_ms, -1.0) << "time_repeated is not written yet (TODO d01.4d)";
+  course::report_measured("time_repeated",
+                          "4d time_repeated, 9 trials, one 20x slower: median " +
+                              std::to_string(s.median_ms) + " ms, mean " +
+                              std::to_string(s.mean_ms) + " ms, min " + std::to_string(s.min_ms) +
+                              " ms, max " + std::to_string(s.max_ms) + " ms");
   EXPECT_EQ(calls, 12) << "expected 3 warm-up calls and 9 timed trials";
   EXPECT_NEAR(s.median_ms, kSpinMs, 0.2 * kSpinMs)
       << "the median should ignore the one slow trial";

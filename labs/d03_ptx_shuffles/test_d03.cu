@@ -58,12 +58,6 @@ std::string log2_text(double v) {
   return s.str();
 }
 
-// Prints a measured figure and records it in the test's XML/JSON result.
-void report(const std::string& key, const std::string& line) {
-  std::printf("[ measured ] %s\n", line.c_str());
-  ::testing::Test::RecordProperty(key, line);
-}
-
 void sync() { COURSE_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 // True when some element still holds the poison: the kernel did not write it. Tests that give a
@@ -200,7 +194,7 @@ TEST_F(PtxExp2, IsWithinTwoUlpOfTheCorrectlyRoundedResult) {
   const auto exact = [](double v) { return ref::exp2(v); };
   const Worst ulp = worst_error(x, got, exact, ref::ulp_distance_f32);
   const Worst rel = worst_error(x, got, exact, ref::relative_error);
-  report("ptx_exp2", "ptx_exp2 on " + std::to_string(x.size()) + " inputs in [-126, 128): max " +
+  course::report_measured("ptx_exp2", "ptx_exp2 on " + std::to_string(x.size()) + " inputs in [-126, 128): max " +
                          std::to_string(ulp.error) + " ulp, max relative error " +
                          log2_text(rel.error) + " (PTX ISA: 2 ulp)");
   EXPECT_LE(ulp.error, kEx2MaxUlp)
@@ -250,7 +244,7 @@ TEST_F(PtxLog2, MeetsTheDocumentedErrorBound) {
     if (v > 0.5f && v < 2.0f) v *= 8.0f;
   const auto got_far = run_ptx(kLog2, far);
   const Worst rel = worst_error(far, got_far, exact, ref::relative_error);
-  report("ptx_log2", "ptx_log2: max absolute error " + log2_text(abs.error) +
+  course::report_measured("ptx_log2", "ptx_log2: max absolute error " + log2_text(abs.error) +
                          " for x in (0.5, 2), max relative error " + log2_text(rel.error) +
                          " elsewhere (PTX ISA: 2^-22 for both)");
   EXPECT_LE(abs.error, kLg2MaxAbsNearOne)
@@ -293,7 +287,7 @@ TEST_F(PtxRsqrt, MeetsTheDocumentedErrorBound) {
   const auto got = run_ptx(kRsqrt, x);
   if (!written(kRsqrt, got)) return;
   const Worst rel = worst_error(x, got, exact, ref::relative_error);
-  report("ptx_rsqrt", "ptx_rsqrt on " + std::to_string(x.size()) + " inputs in [2^-149, 2^128): " +
+  course::report_measured("ptx_rsqrt", "ptx_rsqrt on " + std::to_string(x.size()) + " inputs in [2^-149, 2^128): " +
                           "max relative error " + log2_text(rel.error) + " (PTX ISA: 2^-22.9)");
   EXPECT_LE(rel.error, kRsqrtMaxRel)
       << "ptx_rsqrt's relative error exceeds 2^-22.9: is the instruction rsqrt.approx.f32 (not "
@@ -324,7 +318,7 @@ TEST_F(PtxTanh, MeetsTheDocumentedErrorBound) {
   const auto got = run_ptx(kTanh, x);
   if (!written(kTanh, got)) return;
   const Worst rel = worst_error(x, got, exact, ref::relative_error);
-  report("ptx_tanh", "ptx_tanh on " + std::to_string(x.size()) + " inputs: max relative error " +
+  course::report_measured("ptx_tanh", "ptx_tanh on " + std::to_string(x.size()) + " inputs: max relative error " +
                          log2_text(rel.error) + " (PTX ISA: 2^-10.987)");
   EXPECT_LE(rel.error, kTanhApproxTolerance)
       << "ptx_tanh's relative error exceeds 2^-10.987: is the instruction tanh.approx.f32?\n  "
@@ -813,7 +807,7 @@ TEST_F(FastGeluError, IsReportedNextToTheTanhfBaseline) {
         w = std::max(w, std::fabs(y[i] - ref::gelu_tanh(x[i])) / (0.5 * std::fabs(x[i])));
     return w;
   };
-  report("gelu_error", "GeLU on " + std::to_string(n) +
+  course::report_measured("gelu_error", "GeLU on " + std::to_string(n) +
                            " inputs in [-6, 6): max |error| / "
                            "(0.5 |x|) = " +
                            log2_text(worst(fast)) + " with tanh.approx, " +
