@@ -155,6 +155,17 @@ function(course_label_discovered_tests day variant test_lists host_suites)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()
 
+# Labels for tests that are not a lab's (the harness's own): every test in the TEST_LIST
+# variables `test_lists` gets `labels`, by the same kind of script as above.
+function(course_label_tests name test_lists labels)
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+  set(text "foreach(test_name IN LISTS ${test_lists})\n")
+  string(APPEND text "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${labels}\")\n")
+  string(APPEND text "endforeach()\n")
+  file(WRITE ${script} "${text}")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
+endfunction()
+
 # The course tool reads build/course_manifest.tsv to learn the days: one line per lab,
 # day <TAB> name <TAB> title <TAB> exercises (comma-separated test suites) <TAB> student source.
 function(course_write_manifest)

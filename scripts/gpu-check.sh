@@ -10,8 +10,9 @@
 #   --days           only these days (default: every lab in the build)
 #   --out            where logs, JUnit XML and benchmark JSON go (default: build/gpu-check)
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
-# Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
-# SANITIZE_SECONDS (the time limit of each checker run; default 300).
+# Environment: TEST_VARIANTS (which tests the tests step runs: default "solution lab"),
+#              BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
+#              SANITIZE_SECONDS (the time limit of each checker run; default 300).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -58,20 +59,28 @@ fi
 day_regex="^($(echo $days | sed 's/ /|/g'))"
 
 if want tests; then
-  for variant in solution lab; do
+  for variant in ${TEST_VARIANTS:-solution lab}; do
     log "tests: $variant ($days)"
     ctest --test-dir "$bin" -R "$day_regex\.$variant\." -j "$jobs" --timeout 120 \
       --output-junit "$out/tests-$variant.xml" >"$out/tests-$variant.log" 2>&1
     grep -E "tests passed|Total Test time" "$out/tests-$variant.log"
   done
-  # Figures the solution tests measured ("[ measured ] ..." lines), for the lessons' tables.
-  python3 - "$out/tests-solution.xml" >"$out/measured-lines.txt" <<'PY'
+  log "tests: the harness on the GPU (the benchmark timer; each test alone)"
+  ctest --test-dir "$bin" -R '^harness\.gpu\.' --timeout 120 \
+    --output-junit "$out/tests-harness-gpu.xml" >"$out/tests-harness-gpu.log" 2>&1
+  grep -E "tests passed|Total Test time" "$out/tests-harness-gpu.log"
+  # Figures the tests measured ("[ measured ] ..." lines), for the lessons' tables.
+  python3 - "$out/tests-solution.xml" "$out/tests-harness-gpu.xml" >"$out/measured-lines.txt" <<'PY'
 import html, re, sys
-try:
-    text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
-except OSError as e:
-    sys.exit(f"no measured lines: {e}")
-print("\n".join(sorted(set(html.unescape(m) for m in re.findall(r"\[ measured \][^\n<]*", text)))))
+lines = set()
+for path in sys.argv[1:]:
+    try:
+        text = open(path, encoding="utf-8", errors="replace").read()
+    except OSError as e:
+        print(f"(no measured lines from {path}: {e})", file=sys.stderr)
+        continue
+    lines.update(html.unescape(m) for m in re.findall(r"\[ measured \][^\n<]*", text))
+print("\n".join(sorted(lines)))
 PY
   echo "$(wc -l <"$out/measured-lines.txt") measured lines in measured-lines.txt"
   log "host tests (harness, tools, SASS checks)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Summarise a scripts/gpu-check.sh run: one row per lab.
 
-Reads <dir>/tests-solution.xml and tests-lab.xml (ctest JUnit) and bench-<day>-solution.json
-(Google Benchmark), and prints, last, the table
+Reads <dir>/tests-solution.xml, tests-lab.xml and tests-harness-gpu.xml (ctest JUnit) and
+bench-<day>-solution.json (Google Benchmark), and prints, last, the table
   lab | starter tests | solution tests | key benchmark | figure | % of ceiling
 where a starter is healthy when all its tests fail cleanly (a failure message, no crash, no
 timeout) and a solution is healthy when all its tests pass. Problems are listed above the table.
@@ -83,6 +83,7 @@ def main():
     a = p.parse_args()
     sol = load_junit(os.path.join(a.dir, "tests-solution.xml"))
     lab = load_junit(os.path.join(a.dir, "tests-lab.xml"))
+    harness = load_junit(os.path.join(a.dir, "tests-harness-gpu.xml"))
     days = a.days or sorted({n.split(".")[0] for n, _, _ in sol + lab})
 
     def counts(cases, day, variant):
@@ -96,9 +97,12 @@ def main():
     for n, s, out in sol:
         if s in ("failed", "crashed"):
             problems.append(f"solution {n}: {s}: {first_failure(out)}")
-    skipped = sum(1 for _, s, _ in sol + lab if s == "skipped")
+    skipped = sum(1 for _, s, _ in sol + lab + harness if s == "skipped")
     if skipped:
         problems.append(f"{skipped} tests were SKIPPED (no GPU visible?): skipped is not passed")
+    for n, s, out in harness:
+        if s in ("failed", "crashed"):
+            problems.append(f"harness {n}: {s}: {first_failure(out)}")
     for n, s, out in lab:
         if s == "passed":
             problems.append(f"starter {n}: PASSED (a starter test must fail until the exercise is done)")
@@ -152,6 +156,10 @@ def main():
     print("-+-".join("-" * w for w in widths))
     for r in rows:
         print(fmt.format(*r))
+    if harness:
+        h = {k: sum(1 for _, s, _ in harness if s == k) for k in ("passed", "failed", "crashed", "skipped")}
+        print(f"\nharness GPU tests (the benchmark timer): {h['passed']} passed, "
+              f"{h['failed'] + h['crashed']} failed, {h['skipped']} skipped")
     if sanitizers:
         print("\ncompute-sanitizer: " + ", ".join(sanitizers))
     ok = not problems

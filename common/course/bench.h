@@ -69,8 +69,32 @@ class L2Flusher {
 void read_through_l2(const void* scratch, std::size_t bytes, float* sink, int grid,
                      cudaStream_t stream);
 
+// One iteration of the bracket above: time(work) returns the seconds `work` took, flushes
+// subtracted. Negative or zero for work shorter than the flushes' jitter (a few us): keep
+// such samples for the median rather than clamping them, which would bias it upward.
+class BracketedTimer {
+ public:
+  explicit BracketedTimer(cudaStream_t stream = nullptr);
+  ~BracketedTimer();
+  BracketedTimer(const BracketedTimer&) = delete;
+  BracketedTimer& operator=(const BracketedTimer&) = delete;
+
+  double time(const std::function<void()>& work);
+  // The flush alone (start to mid) in the last time() call, in seconds.
+  double last_flush_seconds() const { return last_flush_seconds_; }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr, mid_ = nullptr, stop_ = nullptr;
+  double last_flush_seconds_ = 0.0;
+};
+
+// The p-quantile (0 <= p <= 1) of `v`, by rank: the lower of the two middle values for the
+// median of an even count. `v` must not be empty.
+double percentile(std::vector<double> v, double p);
+
 // Times `work` (which enqueues GPU work on `stream`) for as many iterations as Google
-// Benchmark asks, and sets the counters above.
+// Benchmark asks, with a BracketedTimer, and sets the counters above.
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              cudaStream_t stream = nullptr);
 

@@ -28,48 +28,64 @@ void L2Flusher::flush(int which, cudaStream_t stream) {
 }
 
 namespace {
-double percentile(std::vector<double> v, double q) {
-  const std::size_t k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
+// One flusher per process, shared by every timer: allocating 2 x 100 MB per benchmark would
+// cost more than the benchmark.
+L2Flusher& process_flusher() {
+  static L2Flusher flusher;
+  return flusher;
 }
 }  // namespace
 
+double percentile(std::vector<double> v, double p) {
+  const std::size_t k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+BracketedTimer::BracketedTimer(cudaStream_t stream) : stream_(stream) {
+  process_flusher();  // allocate (and zero) the scratch before anything is timed
+  COURSE_CUDA_CHECK(cudaEventCreate(&start_));
+  COURSE_CUDA_CHECK(cudaEventCreate(&mid_));
+  COURSE_CUDA_CHECK(cudaEventCreate(&stop_));
+}
+
+BracketedTimer::~BracketedTimer() {
+  cudaEventDestroy(start_);
+  cudaEventDestroy(mid_);
+  cudaEventDestroy(stop_);
+}
+
+double BracketedTimer::time(const std::function<void()>& work) {
+  L2Flusher& flusher = process_flusher();
+  flusher.flush(1, stream_);  // untimed: a cold, clean L2 holding only buffer 1
+  COURSE_CUDA_CHECK(cudaEventRecord(start_, stream_));
+  flusher.flush(0, stream_);  // the flush alone (misses on every line of buffer 0)
+  COURSE_CUDA_CHECK(cudaEventRecord(mid_, stream_));
+  work();
+  flusher.flush(1, stream_);  // the same flush again, plus writing back what work left dirty
+  COURSE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+  COURSE_CUDA_CHECK(cudaEventSynchronize(stop_));
+  float flush_ms = 0.0f, work_and_flush_ms = 0.0f;
+  COURSE_CUDA_CHECK(cudaEventElapsedTime(&flush_ms, start_, mid_));
+  COURSE_CUDA_CHECK(cudaEventElapsedTime(&work_and_flush_ms, mid_, stop_));
+  last_flush_seconds_ = flush_ms * 1e-3;
+  return (static_cast<double>(work_and_flush_ms) - flush_ms) * 1e-3;
+}
+
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              cudaStream_t stream) {
-  static L2Flusher flusher;  // one per process: allocating it per benchmark would cost more
-  cudaEvent_t start, mid, stop;
-  COURSE_CUDA_CHECK(cudaEventCreate(&start));
-  COURSE_CUDA_CHECK(cudaEventCreate(&mid));
-  COURSE_CUDA_CHECK(cudaEventCreate(&stop));
+  BracketedTimer timer(stream);
   // Warm-up: the first launches pay for module loading, clock ramp-up and TLB misses.
   for (int i = 0; i < 3; ++i) work();
-  flusher.flush(0, stream);
-  flusher.flush(1, stream);
   COURSE_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   std::vector<double> seconds;
   for (auto _ : state) {
-    flusher.flush(1, stream);  // untimed: a cold, clean L2 holding only buffer 1
-    COURSE_CUDA_CHECK(cudaEventRecord(start, stream));
-    flusher.flush(0, stream);  // the flush alone (misses on every line of buffer 0)
-    COURSE_CUDA_CHECK(cudaEventRecord(mid, stream));
-    work();
-    flusher.flush(1, stream);  // the same flush again, plus writing back what work left dirty
-    COURSE_CUDA_CHECK(cudaEventRecord(stop, stream));
-    COURSE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float flush_ms = 0.0f, work_and_flush_ms = 0.0f;
-    COURSE_CUDA_CHECK(cudaEventElapsedTime(&flush_ms, start, mid));
-    COURSE_CUDA_CHECK(cudaEventElapsedTime(&work_and_flush_ms, mid, stop));
-    const double s = (static_cast<double>(work_and_flush_ms) - flush_ms) * 1e-3;
+    const double s = timer.time(work);
     seconds.push_back(s);
-    // A kernel shorter than the flush's jitter can come out at or below zero in one iteration;
-    // Google Benchmark needs a positive time, the median keeps the honest sample.
+    // Google Benchmark needs a positive time; the median keeps the honest sample.
     state.SetIterationTime(std::max(s, 1e-9));
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(mid);
-  cudaEventDestroy(stop);
   if (seconds.empty()) return;
 
   const double median = percentile(seconds, 0.5);
