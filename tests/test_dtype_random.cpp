@@ -62,7 +62,8 @@ TEST(Random, ValuesDoNotDependOnHowTheArrayIsSplitAmongThreads) {
   const auto large = course::random_uniform<float>((std::size_t{5} << 20) + 3, 9);
   for (std::size_t i = 0; i < small.size(); ++i) ASSERT_EQ(small[i], large[i]) << "element " << i;
   const auto larger = course::random_uniform<float>((std::size_t{7} << 20) + 1, 9);
-  for (std::size_t i = 0; i < large.size(); i += 4099) ASSERT_EQ(large[i], larger[i]) << "element " << i;
+  for (std::size_t i = 0; i < large.size(); i += 4099)
+    ASSERT_EQ(large[i], larger[i]) << "element " << i;
   const auto doubles = course::as_doubles(large);
   for (std::size_t i = 0; i < large.size(); i += 4099) ASSERT_EQ(doubles[i], large[i]);
 }

@@ -114,8 +114,8 @@ bool verified(benchmark::State& state, const Comparison& check);
 // would take longer than the benchmark. `options` as for compare() (a kernel built on
 // approximate hardware math passes its own tolerance there).
 template <class T, class RefAt>
-Comparison compare_sampled(const std::vector<T>& got, RefAt&& ref_at,
-                           CompareOptions options = {}, std::size_t samples = 1 << 16) {
+Comparison compare_sampled(const std::vector<T>& got, RefAt&& ref_at, CompareOptions options = {},
+                           std::size_t samples = 1 << 16) {
   const std::size_t n = got.size();
   const std::size_t step = n > samples ? n / samples : 1;
   std::vector<T> picked;

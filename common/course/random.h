@@ -54,7 +54,8 @@ void parallel_chunks(std::size_t n, const std::function<void(std::size_t, std::s
 
 // n values uniform in [lo, hi), rounded to T (integers: uniform in [lo, hi] inclusive).
 template <class T>
-std::vector<T> random_uniform(std::size_t n, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+std::vector<T> random_uniform(std::size_t n, std::uint64_t seed, double lo = -1.0,
+                              double hi = 1.0) {
   std::vector<T> out(n);
   if constexpr (std::is_integral_v<T>) {
     const auto first = static_cast<long long>(lo);
@@ -62,7 +63,8 @@ std::vector<T> random_uniform(std::size_t n, std::uint64_t seed, double lo = -1.
     const auto count = static_cast<unsigned __int128>(static_cast<long long>(hi) - first) + 1;
     detail::parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
-        const auto k = static_cast<unsigned long long>((detail::random_word(seed, i) * count) >> 64);
+        const auto k =
+            static_cast<unsigned long long>((detail::random_word(seed, i) * count) >> 64);
         out[i] = static_cast<T>(first + static_cast<long long>(k));
       }
     });
@@ -79,7 +81,8 @@ std::vector<T> random_uniform(std::size_t n, std::uint64_t seed, double lo = -1.
 
 // n values from a normal distribution (mean, stddev), rounded to T (Box-Muller on two words).
 template <class T>
-std::vector<T> random_normal(std::size_t n, std::uint64_t seed, double mean = 0.0, double stddev = 1.0) {
+std::vector<T> random_normal(std::size_t n, std::uint64_t seed, double mean = 0.0,
+                             double stddev = 1.0) {
   std::vector<T> out(n);
   detail::parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {

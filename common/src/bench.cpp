@@ -94,7 +94,8 @@ void measure(benchmark::State& state, const std::function<void()>& work, Traffic
     return;
   }
   state.counters["median_us"] = median * 1e6;
-  state.counters["spread_%"] = 100.0 * (percentile(seconds, 0.9) - percentile(seconds, 0.1)) / median;
+  state.counters["spread_%"] =
+      100.0 * (percentile(seconds, 0.9) - percentile(seconds, 0.1)) / median;
   if (traffic.bytes > 0) {
     const double gbs = traffic.bytes / median / 1e9;
     state.counters["GB/s"] = gbs;

@@ -16,8 +16,8 @@ __global__ void read_everything(const float4* __restrict__ scratch, std::size_t 
                                 float* __restrict__ sink) {
   float sum = 0.0f;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t v = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       v < vectors; v += stride) {
+  for (std::size_t v = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
+       v += stride) {
     const float4 x = scratch[v];
     sum += x.x + x.y + x.z + x.w;
   }
@@ -29,7 +29,7 @@ __global__ void read_everything(const float4* __restrict__ scratch, std::size_t 
 void read_through_l2(const void* scratch, std::size_t bytes, float* sink, int grid,
                      cudaStream_t stream) {
   read_everything<<<grid, 256, 0, stream>>>(static_cast<const float4*>(scratch),
-                                             bytes / sizeof(float4), sink);
+                                            bytes / sizeof(float4), sink);
   COURSE_LAUNCH_CHECK();
 }
 

@@ -43,8 +43,8 @@ __global__ void spin_for(std::uint64_t ns) {
 // Writes `vectors` 16-byte vectors of ones.
 __global__ void fill_ones(float4* __restrict__ y, std::size_t vectors) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t v = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       v < vectors; v += stride)
+  for (std::size_t v = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
+       v += stride)
     y[v] = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
 }
 
@@ -96,14 +96,29 @@ class BracketedTimerTest : public course::GpuTest {
   // The flush many harnesses use: a memset of twice the L2 before each iteration.
   double after_memset_flush(const std::function<void()>& work) {
     return events_after(
-        [&] { COURSE_CUDA_CHECK(cudaMemsetAsync(memset_scratch_.data(), 0, memset_scratch_.bytes())); },
+        [&] {
+          COURSE_CUDA_CHECK(cudaMemsetAsync(memset_scratch_.data(), 0, memset_scratch_.bytes()));
+        },
         work);
+  }
+
+  // Times `work` the three ways, reports them, and expects the bracketed time within 5% of
+  // the steady state (the truth, for arrays several times the L2).
+  void expect_steady_state_agrees(const std::string& key, const std::string& what,
+                                  const std::function<void()>& work) {
+    const double t = bracketed(work);
+    const double truth = steady_state(work);
+    const double memset_flush = after_memset_flush(work);
+    course::report_measured(key, what + ": bracketed " + us(t) + ", steady state " + us(truth) +
+                                     ", after a memset flush " + us(memset_flush));
+    EXPECT_NEAR(t, truth, 0.05 * truth) << "the bracketed timer should agree with the steady state";
   }
 
   void SetUp() override {
     course::GpuTest::SetUp();
     if (IsSkipped()) return;
-    memset_scratch_ = DeviceBuffer<char>(2 * static_cast<std::size_t>(course::device_facts().l2_bytes));
+    memset_scratch_ =
+        DeviceBuffer<char>(2 * static_cast<std::size_t>(course::device_facts().l2_bytes));
     spin_for<<<1, 32>>>(1'000);  // load the module before anything is timed
     COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   }
@@ -126,7 +141,8 @@ TEST_F(BracketedTimerTest, MeasuresNothingAsNothing) {
   }
   const double t = percentile(s, 0.5);
   course::report_measured("no_work", "bracketed timer, no work: median " + us(t) + ", p10 " +
-                                         us(percentile(s, 0.1)) + ", p90 " + us(percentile(s, 0.9)) +
+                                         us(percentile(s, 0.1)) + ", p90 " +
+                                         us(percentile(s, 0.9)) +
                                          " (one flush alone: " + us(percentile(flush, 0.5)) + ")");
   EXPECT_LT(std::abs(t), 3e-6) << "two identical flushes should cancel";
   EXPECT_GT(percentile(flush, 0.5), 5e-6) << "the flush should read 2 x L2 from DRAM";
@@ -137,46 +153,40 @@ TEST_F(BracketedTimerTest, ChargesAKernelForTheWritesItLeavesInTheL2) {
   // see writes into the L2, faster than DRAM can take them.
   const std::size_t bytes = std::size_t{16} << 20;
   DeviceBuffer<float> y(bytes / sizeof(float));
-  const auto work = [&] { fill_ones<<<full_grid(), 256>>>(reinterpret_cast<float4*>(y.data()), bytes / 16); };
+  const auto work = [&] {
+    fill_ones<<<full_grid(), 256>>>(reinterpret_cast<float4*>(y.data()), bytes / 16);
+  };
   const double t = bracketed(work);
   const double unbracketed = events_after([] {}, work);
   const double ceiling = course::measured_copy_bandwidth_gbs() * 1e9;
-  course::report_measured("write_16mib", "writing 16 MiB: bracketed " + us(t) + " = " +
-                                             std::to_string(bytes / t / 1e9) + " GB/s; events around the kernel alone " +
-                                             us(unbracketed) + " = " + std::to_string(bytes / unbracketed / 1e9) +
-                                             " GB/s; copy ceiling " + std::to_string(ceiling / 1e9) + " GB/s");
+  course::report_measured("write_16mib",
+                          "writing 16 MiB: bracketed " + us(t) + " = " +
+                              std::to_string(bytes / t / 1e9) +
+                              " GB/s; events around the kernel alone " + us(unbracketed) + " = " +
+                              std::to_string(bytes / unbracketed / 1e9) + " GB/s; copy ceiling " +
+                              std::to_string(ceiling / 1e9) + " GB/s");
   EXPECT_LT(bytes / t, 1.25 * ceiling)
       << "the bracketed time should include writing the 16 MiB back to DRAM";
 }
 
 TEST_F(BracketedTimerTest, DoesNotChargeAReadOnlyKernelForOthersWrites) {
-  // A read-only kernel over 256 MiB (five times the H100's L2): the steady state is the truth.
+  // A read-only kernel over 256 MiB (five times the H100's L2).
   const std::size_t bytes = std::size_t{256} << 20;
   DeviceBuffer<char> x(bytes);
   DeviceBuffer<float> sink(256);
   COURSE_CUDA_CHECK(cudaMemset(x.data(), 0, bytes));
-  const auto work = [&] { course::bench::read_through_l2(x.data(), bytes, sink.data(), full_grid(), nullptr); };
-  const double t = bracketed(work);
-  const double truth = steady_state(work);
-  const double memset_flush = after_memset_flush(work);
-  course::report_measured("read_256mib", "reading 256 MiB: bracketed " + us(t) + ", steady state " + us(truth) +
-                                             ", after a memset flush " + us(memset_flush));
-  EXPECT_NEAR(t, truth, 0.05 * truth) << "the bracketed timer should agree with the steady state";
+  expect_steady_state_agrees("read_256mib", "reading 256 MiB", [&] {
+    course::bench::read_through_l2(x.data(), bytes, sink.data(), full_grid(), nullptr);
+  });
 }
 
 TEST_F(BracketedTimerTest, AgreesWithTheSteadyStateOnACopy) {
   const std::size_t bytes = std::size_t{256} << 20;
   DeviceBuffer<char> x(bytes), y(bytes);
   COURSE_CUDA_CHECK(cudaMemset(x.data(), 0, bytes));
-  const auto work = [&] {
+  expect_steady_state_agrees("copy_256mib", "copying 256 MiB", [&] {
     COURSE_CUDA_CHECK(cudaMemcpyAsync(y.data(), x.data(), bytes, cudaMemcpyDeviceToDevice));
-  };
-  const double t = bracketed(work);
-  const double truth = steady_state(work);
-  const double memset_flush = after_memset_flush(work);
-  course::report_measured("copy_256mib", "copying 256 MiB: bracketed " + us(t) + ", steady state " + us(truth) +
-                                             ", after a memset flush " + us(memset_flush));
-  EXPECT_NEAR(t, truth, 0.05 * truth) << "the bracketed timer should agree with the steady state";
+  });
 }
 
 }  // namespace
