@@ -141,28 +141,28 @@ endfunction()
 # are set by a script that ctest includes after the discovery scripts: it walks the TEST_LIST
 # variables discovery filled and labels each test gpu or host by its suite.
 function(course_label_discovered_tests day variant test_lists host_suites)
-  set(script ${CMAKE_CURRENT_BINARY_DIR}/${day}_${variant}_labels.cmake)
   string(REPLACE ";" "|" host_regex "${host_suites}")
-  set(text "foreach(test_name IN LISTS ${test_lists})\n")
-  string(APPEND text "  set(where gpu)\n")
+  set(body "  set(where gpu)\n")
   if(host_suites)
-    string(APPEND text "  if(test_name MATCHES \"^${day}\\\\.${variant}\\\\.([^./]+/)?(${host_regex})\\\\.\")\n"
+    string(APPEND body "  if(test_name MATCHES \"^${day}\\\\.${variant}\\\\.([^./]+/)?(${host_regex})\\\\.\")\n"
                        "    set(where host)\n  endif()\n")
   endif()
-  string(APPEND text "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${day};${variant};\${where}\")\n")
-  string(APPEND text "endforeach()\n")
-  file(WRITE ${script} "${text}")
-  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
+  string(APPEND body "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${day};${variant};\${where}\")\n")
+  course_for_each_discovered_test(${day}_${variant} "${test_lists}" "${body}")
 endfunction()
 
 # Labels for tests that are not a lab's (the harness's own): every test in the TEST_LIST
-# variables `test_lists` gets `labels`, by the same kind of script as above.
+# variables `test_lists` gets `labels`.
 function(course_label_tests name test_lists labels)
+  course_for_each_discovered_test(${name} "${test_lists}"
+    "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${labels}\")\n")
+endfunction()
+
+# Writes a script that runs `body` (CMake code seeing ${test_name}) for every test in the
+# TEST_LIST variables `test_lists`, and has ctest include it after the discovery scripts.
+function(course_for_each_discovered_test name test_lists body)
   set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
-  set(text "foreach(test_name IN LISTS ${test_lists})\n")
-  string(APPEND text "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${labels}\")\n")
-  string(APPEND text "endforeach()\n")
-  file(WRITE ${script} "${text}")
+  file(WRITE ${script} "foreach(test_name IN LISTS ${test_lists})\n${body}endforeach()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()
 
