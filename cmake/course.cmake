@@ -7,7 +7,7 @@
 #     [CUDA_FLAGS ...]                 # extra nvcc flags for kernel.cu (both variants)
 #     [SERIAL_SUITES Timing ...]       # suites whose tests must have the GPU to themselves
 #     [HOST_SUITES VectorType ...]     # suites that check the student's code on the host only
-#     [TIMEOUT seconds])
+#     [TIMEOUT seconds])               # one test's time limit (default COURSE_TEST_TIMEOUT)
 #
 # For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
 #   dNN_lab_kernel / dNN_solution_kernel      the two kernel.cu (the student's / the reference)
@@ -15,12 +15,46 @@
 #   dNN_lab_bench  / dNN_solution_bench       bench_dNN.cu linked against each
 # test_dNN.cu and bench_dNN.cu are compiled once, as host C++ (they include only lab.h and
 # the harness), and linked twice, so what grades a student is exactly what grades the solution.
-# Every GoogleTest case becomes its own ctest test (one process each, with a timeout), named
-# dNN.lab.Suite.Case / dNN.solution.Suite.Case and labelled dNN, lab|solution and gpu (host for
-# the HOST_SUITES, which need no GPU: layouts and index maps of the student's code).
+#
+# How the tests reach ctest (docs/testing.md says why): each GoogleTest case is one ctest test,
+# dNN.lab.Suite.Case / dNN.solution.Suite.Case, labelled dNN, lab|solution and gpu (host for the
+# HOST_SUITES). But a test program is started once per day, not once per case: the ctest test
+# dNN.<variant>.run runs every case in one process through the course's test runner
+# (tools/course/runner.py), which restarts the process after a crash or a hang without the test
+# that caused it, and records each case's result; each case's ctest test then reports that
+# result (a fixture: ctest runs dNN.<variant>.run first, by itself if need be). SERIAL_SUITES get
+# their own run, dNN.<variant>.run_serial, with the GPU to itself.
+# The cases are listed from the test program when ctest starts (tools/course/discover.py); a
+# program that was not built (its kernel.cu does not compile or link) becomes one failing test
+# per exercise that carries the compiler's message, never a missing day.
+#
+# Everything the course tool and the runner need to know about the labs goes to
+# <build>/course_manifest.json (course_write_manifest(), at the end of the configure).
 
-define_property(GLOBAL PROPERTY COURSE_MANIFEST_LINES
-  BRIEF_DOCS "One line per lab for the course tool" FULL_DOCS "see course_write_manifest")
+set(COURSE_TEST_BUDGET 1200 CACHE STRING
+    "Seconds one day's test run may take in all (a test that hangs costs its time limit)")
+
+# A JSON string literal for `value`. A ';' is written \u003b, so that JSON texts can be kept in
+# CMake lists.
+function(course_json_string out_var value)
+  string(REPLACE "\\" "\\\\" value "${value}")
+  string(REPLACE "\"" "\\\"" value "${value}")
+  string(REPLACE "\n" "\\n" value "${value}")
+  string(REPLACE "\t" "\\t" value "${value}")
+  string(REPLACE ";" "\\u003b" value "${value}")
+  set(${out_var} "\"${value}\"" PARENT_SCOPE)
+endfunction()
+
+# A JSON array of strings for a CMake list.
+function(course_json_array out_var)
+  set(items "")
+  foreach(item IN LISTS ARGN)
+    course_json_string(quoted "${item}")
+    list(APPEND items "${quoted}")
+  endforeach()
+  string(REPLACE ";" ", " items "${items}")
+  set(${out_var} "[${items}]" PARENT_SCOPE)
+endfunction()
 
 # Where the student's kernel.cu for <name> comes from: the submission folder if one is set
 # and holds it, else the starter in labs/.
@@ -50,6 +84,9 @@ function(course_add_lab name)
   string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
   if(NOT day)
     message(FATAL_ERROR "course_add_lab: '${name}' must start with dNN_")
+  endif()
+  if(NOT LAB_EXERCISES)
+    message(FATAL_ERROR "course_add_lab(${name}): EXERCISES (the test suites, in order) is empty")
   endif()
   if(NOT LAB_TIMEOUT)
     set(LAB_TIMEOUT ${COURSE_TEST_TIMEOUT})
@@ -86,103 +123,91 @@ function(course_add_lab name)
 
     add_executable(${day}_${variant}_tests $<TARGET_OBJECTS:${day}_test_obj>)
     target_link_libraries(${day}_${variant}_tests PRIVATE ${kernel} course_test_main GTest::gtest)
-    # Suites that time things (SERIAL_SUITES) run alone: another test sharing the GPU would
-    # slow them down. Everything else may run in parallel.
-    set(serial_filter "")
-    foreach(suite ${LAB_SERIAL_SUITES})
-      list(APPEND serial_filter "${suite}.*" "*/${suite}.*")
-    endforeach()
-    string(REPLACE ";" ":" serial_filter "${serial_filter}")
-    set(parallel_filter "*")
-    set(test_lists ${day}_${variant}_tests)
-    if(serial_filter)
-      set(parallel_filter "-${serial_filter}")
-      gtest_discover_tests(${day}_${variant}_tests
-        TEST_PREFIX "${day}.${variant}."
-        TEST_FILTER "${serial_filter}"
-        TEST_LIST ${day}_${variant}_serial_tests
-        DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 30 NO_PRETTY_VALUES
-        PROPERTIES TIMEOUT ${LAB_TIMEOUT} RUN_SERIAL TRUE)
-      list(APPEND test_lists ${day}_${variant}_serial_tests)
-    endif()
-    gtest_discover_tests(${day}_${variant}_tests
-      TEST_PREFIX "${day}.${variant}."
-      TEST_FILTER "${parallel_filter}"
-      TEST_LIST ${day}_${variant}_tests
-      DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 30 NO_PRETTY_VALUES
-      PROPERTIES TIMEOUT ${LAB_TIMEOUT})
-    course_label_discovered_tests(${day} ${variant} "${test_lists}" "${LAB_HOST_SUITES}")
-
     add_executable(${day}_${variant}_bench $<TARGET_OBJECTS:${day}_bench_obj>)
     target_link_libraries(${day}_${variant}_bench PRIVATE ${kernel} course_bench_main
                                                           benchmark::benchmark)
-
     foreach(program ${LAB_PROGRAMS})
       get_filename_component(program_name ${program} NAME_WE)
       add_executable(${day}_${variant}_${program_name} ${lab_dir}/${program})
       target_link_libraries(${day}_${variant}_${program_name} PRIVATE ${kernel})
     endforeach()
+    course_discover_lab_tests(${day} ${variant} ${day}_${variant}_tests)
+
+    course_json_string(source_json "${kernel_source}")
+    set(${variant}_json
+        "{\"source\": ${source_json}, \"tests\": \"$<TARGET_FILE:${day}_${variant}_tests>\", \"bench\": \"$<TARGET_FILE:${day}_${variant}_bench>\", \"kernel_lib\": \"$<TARGET_FILE:${kernel}>\"}")
   endforeach()
 
   add_custom_target(${day} DEPENDS ${day}_lab_tests ${day}_solution_tests
                                    ${day}_lab_bench ${day}_solution_bench)
   add_custom_target(${day}_lab DEPENDS ${day}_lab_tests ${day}_lab_bench)
 
-  # No solution kernel may use local memory (spilled registers or arrays indexed at run time).
-  course_add_sass_check(${name} no_local_memory FORBID "LDL|STL")
+  # No kernel may use local memory (spilled registers or arrays indexed at run time).
+  course_add_sass_check(${name} no_local_memory
+    WHAT "keep every value in registers: no local memory (LDL/STL), which is what spilled registers and arrays indexed at run time become"
+    LESSON "lesson 5 §9" FORBID "LDL|STL")
 
-  string(REPLACE ";" "," exercises "${LAB_EXERCISES}")
-  set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST_LINES
-    "${day}\t${name}\t${LAB_TITLE}\t${exercises}\t${lab_source}")
+  course_json_string(title_json "${LAB_TITLE}")
+  course_json_array(exercises_json ${LAB_EXERCISES})
+  course_json_array(host_json ${LAB_HOST_SUITES})
+  course_json_array(serial_json ${LAB_SERIAL_SUITES})
+  set_property(GLOBAL APPEND PROPERTY COURSE_LABS ${day})
+  set_property(GLOBAL PROPERTY COURSE_LAB_${day}_JSON
+    "\"day\": \"${day}\", \"name\": \"${name}\", \"title\": ${title_json}, \"exercises\": ${exercises_json}, \"host_suites\": ${host_json}, \"serial_suites\": ${serial_json}, \"timeout\": ${LAB_TIMEOUT}, \"lab\": ${lab_json}, \"solution\": ${solution_json}")
 endfunction()
 
-# Labels for the tests gtest_discover_tests finds. Its PROPERTIES argument flattens a list
-# value (LABELS "d02;lab;gpu" arrives as LABELS d02 plus a bogus property "lab"), so the labels
-# are set by a script that ctest includes after the discovery scripts: it walks the TEST_LIST
-# variables discovery filled and labels each test gpu or host by its suite.
-function(course_label_discovered_tests day variant test_lists host_suites)
-  string(REPLACE ";" "|" host_regex "${host_suites}")
-  set(body "  set(where gpu)\n")
-  if(host_suites)
-    string(APPEND body "  if(test_name MATCHES \"^${day}\\\\.${variant}\\\\.([^./]+/)?(${host_regex})\\\\.\")\n"
-                       "    set(where host)\n  endif()\n")
+# The ctest tests of one test program: a script that ctest includes when it starts lists the
+# program's cases (tools/course/discover.py, again only when the program or the configuration
+# changed) and registers the run fixtures and one test per case.
+function(course_discover_lab_tests day variant target)
+  set(generated ${CMAKE_CURRENT_BINARY_DIR}/${day}_${variant}_ctest.cmake)
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${day}_${variant}_discover.cmake)
+  file(GENERATE OUTPUT ${script} CONTENT
+"# ctest includes this when it starts: the tests of ${target} (see cmake/course.cmake).
+set(course_generated \"${generated}\")
+if(NOT EXISTS \"\${course_generated}\"
+   OR \"$<TARGET_FILE:${target}>\" IS_NEWER_THAN \"\${course_generated}\"
+   OR \"${PROJECT_BINARY_DIR}/course_manifest.json\" IS_NEWER_THAN \"\${course_generated}\")
+  execute_process(
+    COMMAND \"${Python3_EXECUTABLE}\" \"${PROJECT_SOURCE_DIR}/tools/bin/course\" _discover
+            --manifest \"${PROJECT_BINARY_DIR}/course_manifest.json\" --day ${day}
+            --variant ${variant} --output \"\${course_generated}\"
+    RESULT_VARIABLE course_rc OUTPUT_VARIABLE course_out ERROR_VARIABLE course_out)
+  if(NOT course_rc EQUAL 0)
+    add_test(${day}.${variant}.discovery \"${Python3_EXECUTABLE}\" -c
+             \"import sys; print(sys.argv[1]); sys.exit(1)\"
+             \"listing the tests of ${target} failed: \${course_out}\")
+    set_tests_properties(${day}.${variant}.discovery PROPERTIES LABELS \"${day};${variant};gpu\")
+    return()
   endif()
-  string(APPEND body "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${day};${variant};\${where}\")\n")
-  course_for_each_discovered_test(${day}_${variant} "${test_lists}" "${body}")
-endfunction()
-
-# Labels for tests that are not a lab's (the harness's own): every test in the TEST_LIST
-# variables `test_lists` gets `labels`.
-function(course_label_tests name test_lists labels)
-  course_for_each_discovered_test(${name} "${test_lists}"
-    "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${labels}\")\n")
-endfunction()
-
-# Writes a script that runs `body` (CMake code seeing ${test_name}) for every test in the
-# TEST_LIST variables `test_lists`, and has ctest include it after the discovery scripts.
-function(course_for_each_discovered_test name test_lists body)
-  set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
-  file(WRITE ${script} "foreach(test_name IN LISTS ${test_lists})\n${body}endforeach()\n")
+endif()
+include(\"\${course_generated}\")
+")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()
 
-# The course tool reads build/course_manifest.tsv to learn the days: one line per lab,
-# day <TAB> name <TAB> title <TAB> exercises (comma-separated test suites) <TAB> student source.
-function(course_write_manifest)
-  get_property(lines GLOBAL PROPERTY COURSE_MANIFEST_LINES)
-  set(text "# day\tname\ttitle\texercises\tlab_source\n")
-  foreach(line IN LISTS lines)
-    string(APPEND text "${line}\n")
-  endforeach()
-  file(WRITE ${CMAKE_BINARY_DIR}/course_manifest.tsv "${text}")
+# Labels for tests that are not a lab's (the harness's own, discovered by
+# gtest_discover_tests): every test in the TEST_LIST variables `test_lists` gets `labels`.
+# gtest_discover_tests' PROPERTIES argument flattens a list value (LABELS "a;b" arrives as
+# LABELS a plus a bogus property b), so a script that ctest includes after discovery sets them.
+function(course_label_tests name test_lists labels)
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+  file(WRITE ${script} "foreach(test_name IN LISTS ${test_lists})\n"
+    "  set_tests_properties(\"\${test_name}\" PROPERTIES LABELS \"${labels}\")\nendforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
 endfunction()
 
-# course_add_sass_check(<lab> <check_name> [KERNEL regex] [REQUIRE regex...] [FORBID regex...])
-# A host test (label: host, sass, <day>) that disassembles the SOLUTION's kernel library and
-# checks its instructions on every architecture it was compiled for; see tools/sass_check.py.
-# Example: course_add_sass_check(d02_coalescing vectorized_copy KERNEL "copy_2_vectorized"
-#                                REQUIRE "LDG\\.E\\.128" "STG\\.E\\.128")
-find_package(Python3 COMPONENTS Interpreter)
+# course_add_sass_check(<lab> <check_name> WHAT "<phrase>" LESSON "<where>" [EXERCISE <suite>]
+#                       [KERNEL regex] [REQUIRE regex...] [FORBID regex...] [SOLUTION_ONLY])
+# A host test of compiled device code (tools/course/sass.py): disassembles a kernel library
+# with cuobjdump and checks the instructions of the kernels KERNEL selects, on every
+# architecture it was compiled for. Registered twice, for the student's code (dNN.lab.sass.<name>)
+# and for the solution's (dNN.solution.sass.<name>), labelled host and sass; SOLUTION_ONLY
+# checks (code the starter gives complete, library baselines) only for the solution.
+# A failure reads: "<EXERCISE>: your <kernel> must <WHAT>, but ... (see <LESSON>)".
+# Example: course_add_sass_check(d02_coalescing vectorized_copy EXERCISE VectorizedCopy
+#            WHAT "move 16 bytes per load and store" LESSON "lesson 2 §5"
+#            KERNEL "copy_2_vectorized" REQUIRE "LDG\\.E\\.128" "STG\\.E\\.128")
 get_filename_component(course_cuda_bin ${CMAKE_CUDA_COMPILER} DIRECTORY)
 # cuobjdump and nvdisasm: the toolkit's own, else the ones scripts/setup.sh puts in .tools/.
 find_program(COURSE_CUOBJDUMP cuobjdump
@@ -192,22 +217,79 @@ if(NOT COURSE_CUOBJDUMP)
   set(COURSE_CUOBJDUMP "")
 endif()
 function(course_add_sass_check lab check_name)
-  cmake_parse_arguments(CHECK "SOLUTION_ONLY" "KERNEL;EXERCISE;WHAT;LESSON" "REQUIRE;FORBID" ${ARGN})
+  cmake_parse_arguments(CHECK "SOLUTION_ONLY" "KERNEL;EXERCISE;WHAT;LESSON" "REQUIRE;FORBID"
+                        ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${lab}")
   if(NOT CHECK_KERNEL)
     set(CHECK_KERNEL ".*")
   endif()
-  set(args --kernel "${CHECK_KERNEL}")
-  foreach(pattern ${CHECK_REQUIRE})
-    list(APPEND args --require "${pattern}")
+  if(NOT CHECK_WHAT OR NOT CHECK_LESSON)
+    message(FATAL_ERROR "course_add_sass_check(${lab} ${check_name}): WHAT and LESSON are "
+                        "required (the failure message is a sentence for the student)")
+  endif()
+  set(variants solution)
+  if(NOT CHECK_SOLUTION_ONLY)
+    list(APPEND variants lab)
+  endif()
+  foreach(variant ${variants})
+    set(test ${day}.${variant}.sass.${check_name})
+    add_test(NAME ${test}
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/bin/course _sass
+                     --manifest ${PROJECT_BINARY_DIR}/course_manifest.json --day ${day}
+                     --variant ${variant} --check ${check_name})
+    set_tests_properties(${test} PROPERTIES LABELS "${day};${variant};host;sass" TIMEOUT 120
+                                            SKIP_RETURN_CODE 77)
   endforeach()
-  foreach(pattern ${CHECK_FORBID})
-    list(APPEND args --forbid "${pattern}")
+  course_json_string(name_json "${check_name}")
+  course_json_string(exercise_json "${CHECK_EXERCISE}")
+  course_json_string(what_json "${CHECK_WHAT}")
+  course_json_string(lesson_json "${CHECK_LESSON}")
+  course_json_string(kernel_json "${CHECK_KERNEL}")
+  course_json_array(require_json ${CHECK_REQUIRE})
+  course_json_array(forbid_json ${CHECK_FORBID})
+  if(CHECK_SOLUTION_ONLY)
+    set(solution_only true)
+  else()
+    set(solution_only false)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY COURSE_LAB_${day}_SASS
+    "{\"name\": ${name_json}, \"exercise\": ${exercise_json}, \"what\": ${what_json}, \"lesson\": ${lesson_json}, \"kernel\": ${kernel_json}, \"require\": ${require_json}, \"forbid\": ${forbid_json}, \"solution_only\": ${solution_only}}")
+endfunction()
+
+# <build>/course_manifest.json: what the course tool, the test runner and the grader know
+# about this build (tools/course/manifest.py reads it). Written when CMake generates, with the
+# real paths of every program.
+function(course_write_manifest)
+  get_property(days GLOBAL PROPERTY COURSE_LABS)
+  set(labs "")
+  foreach(day IN LISTS days)
+    get_property(fields GLOBAL PROPERTY COURSE_LAB_${day}_JSON)
+    get_property(checks GLOBAL PROPERTY COURSE_LAB_${day}_SASS)
+    string(REPLACE ";" ",\n        " checks "${checks}")
+    list(APPEND labs "    {${fields},\n      \"sass_checks\": [\n        ${checks}]}")
   endforeach()
-  add_test(NAME ${day}.solution.sass.${check_name}
-           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/sass_check.py
-                   $<TARGET_FILE:${day}_solution_kernel> ${args}
-                   "--cuobjdump=${COURSE_CUOBJDUMP}")
-  set_tests_properties(${day}.solution.sass.${check_name} PROPERTIES
-                       LABELS "${day};solution;host;sass" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  string(REPLACE ";" ",\n" labs "${labs}")
+  foreach(var PROJECT_SOURCE_DIR PROJECT_BINARY_DIR Python3_EXECUTABLE COURSE_CUOBJDUMP
+              CMAKE_CUDA_ARCHITECTURES)
+    course_json_string(${var}_json "${${var}}")
+  endforeach()
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/course_manifest.json CONTENT
+"{
+  \"format\": 1,
+  \"source_dir\": ${PROJECT_SOURCE_DIR_json},
+  \"binary_dir\": ${PROJECT_BINARY_DIR_json},
+  \"python\": ${Python3_EXECUTABLE_json},
+  \"cuobjdump\": ${COURSE_CUOBJDUMP_json},
+  \"cuda_architectures\": ${CMAKE_CUDA_ARCHITECTURES_json},
+  \"results_dir\": \"${PROJECT_BINARY_DIR}/test-results\",
+  \"test_budget\": ${COURSE_TEST_BUDGET},
+  \"labs\": [
+${labs}
+  ]
+}
+")
+  # After every ctest run in this build: one line that says what passed, failed and was
+  # skipped, and why (ctest alone says "100% tests passed" when every GPU test was skipped).
+  file(WRITE ${PROJECT_BINARY_DIR}/CTestCustom.cmake
+    "set(CTEST_CUSTOM_POST_TEST \"\\\"${Python3_EXECUTABLE}\\\" \\\"${PROJECT_SOURCE_DIR}/tools/bin/course\\\" _ctest-summary --build-dir \\\"${PROJECT_BINARY_DIR}\\\"\")\n")
 endfunction()

@@ -1,6 +1,7 @@
 #include "course/device.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <mutex>
@@ -13,16 +14,41 @@
 
 namespace course {
 
+// Why there is no GPU to run on, in words a student can act on (the CUDA error's own text,
+// "CUDA driver version is insufficient for CUDA runtime version", reads like a driver to
+// update when the machine simply has no NVIDIA driver, because it has no GPU).
+std::string no_gpu_reason(cudaError_t err) {
+  const std::string code = std::string(" (") + cudaGetErrorName(err) + ")";
+  switch (err) {
+    case cudaErrorInsufficientDriver:
+      if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+        dlclose(driver);
+        return "the NVIDIA driver on this machine is older than the CUDA runtime the course was "
+               "built with: update the driver, or build with the toolkit that matches it" +
+               code;
+      }
+      return "no GPU here: this machine has no NVIDIA driver (libcuda.so.1 not found)" + code;
+    case cudaErrorNoDevice:
+      return "no GPU here: the NVIDIA driver is installed but sees no GPU (check "
+             "CUDA_VISIBLE_DEVICES and nvidia-smi)" +
+             code;
+    case cudaErrorDevicesUnavailable:
+      return "the GPU is busy: it is in exclusive mode and another process holds it" + code;
+    default:
+      return std::string("no usable GPU: ") + cudaGetErrorString(err) + code;
+  }
+}
+
 bool gpu_available(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(err) + ")";
+    if (why) *why = no_gpu_reason(err);
     cudaGetLastError();  // clear the error so later calls start clean
     return false;
   }
   if (count == 0) {
-    if (why) *why = "no CUDA device found";
+    if (why) *why = no_gpu_reason(cudaErrorNoDevice);
     return false;
   }
   return true;

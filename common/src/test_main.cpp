@@ -1,8 +1,23 @@
-// main() of every lab's tests: names the GPU (or says that GPU tests will be skipped) and the
-// seed of this run's random inputs, then runs the tests.
+// main() of every lab's tests: names the GPU (or says in words why GPU tests will be skipped)
+// and the seed of this run's random inputs, then runs the tests.
+//
+// Run by the course's test runner (tools/course/runner.py), it also reports each test on a file
+// descriptor as one JSON object per line (COURSE_EVENTS_FD=<fd>):
+//   {"event":"start","test":"Suite.Case"}
+//   {"event":"end","test":"Suite.Case","outcome":"passed|failed|skipped","ms":12,
+//    "failures":[{"file":"...","line":42,"message":"..."}],"skip":"...","properties":{...}}
+//   {"event":"context_lost","test":"Suite.Case","error":"cudaErrorIllegalAddress (...)"}
+// After a test that left the CUDA context broken (an illegal address, a trap, a kernel that
+// faulted: such errors are "sticky", every later CUDA call fails with them) the process ends at
+// once with kContextLostExit, and the runner runs the remaining tests in a fresh process: one
+// faulting kernel fails its own test, never the tests after it.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -17,17 +32,133 @@ std::string seed_hint() {
 }
 }  // namespace course
 
+namespace {
+
+// The exit status that tells the runner "the CUDA context is lost, restart after this test".
+constexpr int kContextLostExit = 86;
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string full_name(const ::testing::TestInfo& t) {
+  return std::string(t.test_suite_name()) + "." + t.name();
+}
+
+// A CUDA error that stays after it is read: the context cannot run anything any more.
+bool context_lost(std::string* what) {
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err == cudaSuccess) return false;
+  cudaGetLastError();  // a non-sticky error is cleared by reading it ...
+  err = cudaDeviceSynchronize();
+  if (err == cudaSuccess) err = cudaGetLastError();
+  if (err == cudaSuccess) return false;  // ... a sticky one comes back
+  *what = std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) + ")";
+  return true;
+}
+
+class EventStream : public ::testing::EmptyTestEventListener {
+ public:
+  EventStream(int fd, bool check_context) : fd_(fd), check_context_(check_context) {}
+
+  void OnTestStart(const ::testing::TestInfo& t) override {
+    emit("{\"event\":\"start\",\"test\":" + json_string(full_name(t)) + "}");
+  }
+
+  void OnTestEnd(const ::testing::TestInfo& t) override {
+    const ::testing::TestResult& r = *t.result();
+    const char* outcome = r.Skipped() ? "skipped" : r.Failed() ? "failed" : "passed";
+    std::string failures, skip;
+    for (int i = 0; i < r.total_part_count(); ++i) {
+      const ::testing::TestPartResult& part = r.GetTestPartResult(i);
+      if (part.skipped()) {
+        skip += part.message();
+        continue;
+      }
+      if (!part.failed()) continue;
+      if (!failures.empty()) failures += ",";
+      failures += "{\"file\":" + json_string(part.file_name() ? part.file_name() : "") +
+                  ",\"line\":" + std::to_string(part.line_number()) +
+                  ",\"message\":" + json_string(part.message()) + "}";
+    }
+    std::string properties;
+    for (int i = 0; i < r.test_property_count(); ++i) {
+      const ::testing::TestProperty& p = r.GetTestProperty(i);
+      if (!properties.empty()) properties += ",";
+      properties += json_string(p.key()) + ":" + json_string(p.value());
+    }
+    emit("{\"event\":\"end\",\"test\":" + json_string(full_name(t)) + ",\"outcome\":\"" +
+         outcome + "\",\"ms\":" + std::to_string(r.elapsed_time()) + ",\"failures\":[" +
+         failures + "],\"skip\":" + json_string(skip) + ",\"properties\":{" + properties + "}}");
+    std::string what;
+    if (check_context_ && context_lost(&what)) {
+      emit("{\"event\":\"context_lost\",\"test\":" + json_string(full_name(t)) +
+           ",\"error\":" + json_string(what) + "}");
+      std::printf("[ course   ] the CUDA context is lost after %s: %s\n", full_name(t).c_str(),
+                  what.c_str());
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(kContextLostExit);
+    }
+  }
+
+ private:
+  // Everything the test printed goes out before the event that closes it.
+  void emit(const std::string& line) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const std::string text = line + "\n";
+    const char* p = text.data();
+    std::size_t left = text.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // the runner went away; the tests go on, their verdicts in stdout
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+
+  int fd_;
+  bool check_context_;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  // Listing the tests (ctest does it to register them) must not touch the GPU.
+  // Listing the tests (the runner and ctest do it to register them) must not touch the GPU.
   if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();
   std::string why;
-  if (course::gpu_available(&why)) {
+  const bool gpu = course::gpu_available(&why);
+  if (gpu) {
     std::printf("[ course   ] %s\n", course::describe(course::device_facts()).c_str());
   } else {
-    std::printf("[ course   ] %s: GPU tests will be reported as SKIPPED, not passed\n", why.c_str());
+    std::printf("[ course   ] %s: GPU tests will be reported as SKIPPED, not passed\n",
+                why.c_str());
   }
   std::printf("[ course   ] random seed %llu (set COURSE_SEED to repeat)\n",
               static_cast<unsigned long long>(course::run_seed()));
+  if (const char* fd = std::getenv("COURSE_EVENTS_FD")) {
+    ::testing::UnitTest::GetInstance()->listeners().Append(new EventStream(std::atoi(fd), gpu));
+  }
   return RUN_ALL_TESTS();
 }

@@ -1,0 +1,452 @@
+"""The course's command-line tool: `course <command>` (docs/course-tool.md).
+
+Student commands: list, check, watch, hint, reset, bench, status, sass. Internal commands
+(leading underscore) are what ctest and the build call: _run, _discover, _sass,
+_ctest-summary."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+import time
+from typing import List, Optional
+
+from . import bench as B
+from . import check as C
+from . import hints as H
+from . import report
+from . import results as R
+from . import sass, starter, testrun
+from .manifest import Lab, Manifest, ManifestError, load
+
+TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE_DIR = os.path.dirname(TOOLS_DIR)
+TOOL = os.path.join(TOOLS_DIR, "bin", "course")
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def program_name() -> str:
+    """How the student typed the tool: `course`, or `build/default/course`."""
+    launched = os.environ.get("COURSE_LAUNCHER")
+    return launched or "course"
+
+
+# ------------------------------------------------------------------------------- the build
+
+
+def find_build(explicit: Optional[str]) -> str:
+    if explicit:
+        return explicit
+    if os.environ.get("COURSE_BUILD_DIR"):
+        return os.environ["COURSE_BUILD_DIR"]
+    default = os.path.join(SOURCE_DIR, "build", "default")
+    if os.path.exists(os.path.join(default, "course_manifest.json")):
+        return default
+    others = sorted(glob.glob(os.path.join(SOURCE_DIR, "build", "*", "course_manifest.json")))
+    if len(others) == 1:
+        return os.path.dirname(others[0])
+    return default
+
+
+def open_build(args) -> Manifest:
+    path = find_build(args.build_dir)
+    try:
+        return load(path)
+    except ManifestError as e:
+        raise UsageError(
+            f"{e}\nConfigure and build first (from {SOURCE_DIR}):\n"
+            "    scripts/setup.sh          (installs what is missing, configures, builds)\n"
+            "or  cmake --preset default && cmake --build --preset default\n"
+            "or point the tool at another build: --build-dir DIR (or COURSE_BUILD_DIR)") from e
+
+
+def day_arg(m: Manifest, text: Optional[str]) -> Lab:
+    if not text:
+        raise UsageError("which day? (e.g. d02)")
+    lab = m.find(text)
+    if lab is None:
+        days = ", ".join(l.day for l in m.labs)
+        raise UsageError(f"'{text}' is not a day of this course. The days are: {days}\n"
+                         f"(write a day as d02, 02 or 2; `{program_name()} list` shows them)")
+    return lab
+
+
+# ------------------------------------------------------------------------------- commands
+
+
+def cmd_list(args) -> int:
+    m = open_build(args)
+    print(f"The course: {len(m.labs)} days (build: {m.binary_dir})\n")
+    for lab in m.labs:
+        print(report.bold(f"{lab.day}  {lab.title}"))
+        print(f"     lesson:    {C.lesson_path(m, lab)}")
+        print(f"     lab:       labs/{lab.name}/  (README.md: the exercises; kernel.cu: your code)")
+        print("     exercises: " + ", ".join(f"{i + 1} {e}" for i, e in enumerate(lab.exercises)))
+        print()
+    first = m.labs[0].day if m.labs else "d01"
+    print(f"Check a day with `{program_name()} check {first}`; time it with "
+          f"`{program_name()} bench {first}`.")
+    return 0
+
+
+def cmd_check(args) -> int:
+    m = open_build(args)
+    lab = day_arg(m, args.day)
+    out = C.run_check(m, lab, verbose=args.verbose)
+    print(C.render(m, lab, out, program_name()))
+    C.record(m, lab, out)
+    return out.exit_code
+
+
+def first_unfinished(m: Manifest) -> Lab:
+    for lab in m.labs:
+        rec = _safe_record(m, lab)
+        if not rec or rec.get("verdict") != "passed":
+            return lab
+    return m.labs[-1]
+
+
+def _safe_record(m: Manifest, lab: Lab, command: str = "check") -> Optional[dict]:
+    try:
+        return C.load_record(m, lab, command)
+    except ValueError:
+        return None
+
+
+def cmd_watch(args) -> int:
+    m = open_build(args)
+    lab = day_arg(m, args.day) if args.day else first_unfinished(m)
+    source = lab.lab.source
+    watched = [source, os.path.join(os.path.dirname(source), "lab.h")]
+    print(f"Watching {testrun.display(m, source)}: every time you save it, Day {lab.number} is "
+          "built and checked again. Ctrl-C stops.")
+
+    def stamp() -> tuple:
+        return tuple(os.path.getmtime(p) if os.path.exists(p) else 0 for p in watched)
+
+    runs = 0
+    try:
+        while True:
+            seen = stamp()
+            out = C.run_check(m, lab, say=lambda *_: None)
+            C.record(m, lab, out)
+            if report.use_color():
+                print("\033[2J\033[H", end="")
+            print(C.render(m, lab, out, program_name()))
+            runs += 1
+            if out.verdict == "passed" and not args.stay:
+                nxt = m.next_after(lab)
+                print(f"\nDay {lab.number} is done." + (
+                    f" Watching Day {nxt.number} next." if nxt else " That was the last day."))
+                if nxt is None:
+                    return 0
+                lab = nxt
+                watched[0] = source = lab.lab.source
+                watched[1] = os.path.join(os.path.dirname(source), "lab.h")
+            if args.max_runs and runs >= args.max_runs:
+                return out.exit_code
+            print(f"\n[watching {testrun.display(m, source)}; save it to check again]")
+            while stamp() == seen:
+                time.sleep(args.poll)
+            time.sleep(0.2)  # let the editor finish writing
+    except KeyboardInterrupt:
+        print("\nstopped watching")
+        return 0
+
+
+def cmd_hint(args) -> int:
+    m = open_build(args)
+    lab = day_arg(m, args.day)
+    path = os.path.join(m.source_dir, "labs", lab.name, "hints.md")
+    try:
+        hints = H.load(path)
+    except H.HintsError as e:
+        raise UsageError(str(e)) from e
+    exercise = args.exercise
+    if exercise:
+        matches = [e for e in lab.exercises if e.lower() == exercise.lower()] or \
+            [e for e in lab.exercises if exercise.isdigit() and
+             lab.exercises.index(e) + 1 == int(exercise)]
+        if not matches:
+            raise UsageError(f"'{exercise}' is not an exercise of {lab.day}: "
+                             + ", ".join(f"{i + 1} {e}" for i, e in enumerate(lab.exercises)))
+        exercise = matches[0]
+    else:
+        rec = _safe_record(m, lab) or {}
+        failing = [c.get("exercise") for c in rec.get("cases", [])
+                   if R.is_failure(c.get("outcome", "")) and c.get("exercise")]
+        exercise = failing[0] if failing else lab.exercises[0]
+        print(f"(the exercise your last check stopped at: {exercise}; name another with "
+              f"`{program_name()} hint {lab.day} <exercise>`)")
+    available = hints.get(exercise, [])
+    if not available:
+        print(f"There are no hints for {exercise} yet: read {C.lesson_path(m, lab)} and "
+              f"labs/{lab.name}/README.md.")
+        return 0
+    results = C.results_dir(m)
+    before = H.revealed(results).get(lab.day, {}).get(exercise, 0)
+    n = H.reveal_next(results, lab.day, exercise, len(available))
+    print(report.bold(f"Day {lab.number}, exercise {lab.exercises.index(exercise) + 1} "
+                      f"({exercise}): hint {n} of {len(available)}"))
+    for i, text in enumerate(available[:n]):
+        prefix = "new " if i == n - 1 and n > before else ""
+        print(f"\n{prefix}hint {i + 1}: {text}")
+    if n == len(available):
+        print("\nThat was the last hint. The lesson and the lab's README.md have the rest; the "
+              f"reference solution is in solutions/{lab.name}/ when you are done.")
+    else:
+        print(f"\n`{program_name()} hint {lab.day} {exercise}` again reveals the next one.")
+    return 0
+
+
+def cmd_reset(args) -> int:
+    m = open_build(args)
+    lab = day_arg(m, args.day)
+    rel = os.path.relpath(os.path.join(m.source_dir, "labs", lab.name, "kernel.cu"), m.source_dir)
+    if not args.yes and sys.stdin.isatty():
+        answer = input(f"Put the untouched starter back in {rel}? Your file is kept as a backup. "
+                       "[y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing changed")
+            return 0
+    try:
+        backup, origin = starter.reset(m.source_dir, rel, lab.day)
+    except starter.ResetError as e:
+        raise UsageError(str(e)) from e
+    if not backup:
+        print(f"{rel} already is the starter ({origin}); nothing changed.")
+    else:
+        print(f"{rel} is the starter again ({origin}).\n"
+              f"Your version is kept in {os.path.relpath(backup, m.source_dir)}.")
+    return 0
+
+
+def cmd_status(args) -> int:
+    from . import status  # noqa: PLC0415
+    m = open_build(args)
+    print(status.render(m, program_name()))
+    return 0
+
+
+def cmd_sass(args) -> int:
+    m = open_build(args)
+    lab = day_arg(m, args.day)
+    variant = "solution" if args.solution else "lab"
+    lib = lab.programs(variant).kernel_lib
+    if not os.path.exists(lib):
+        raise UsageError(f"{lib} is not built yet: `{program_name()} check {lab.day}` builds it")
+    try:
+        dis = sass.disassemble(lib, m.cuobjdump, os.path.join(m.binary_dir, "sass-cache"))
+    except sass.ToolMissing as e:
+        raise UsageError(str(e)) from e
+    shown = 0
+    for (arch, name), body in sorted(dis.kernels.items()):
+        if args.arch and arch != args.arch:
+            continue
+        if args.kernel and not re.search(args.kernel, dis.names[name]):
+            continue
+        print(f"\n// {arch}  {dis.names[name]}")
+        print("\n".join(l for l in body if l.strip()))
+        shown += 1
+    if not shown:
+        print("no kernel matches; the kernels are:\n  " + "\n  ".join(
+            sorted({f"{a}  {dis.names[n]}" for a, n in dis.kernels})))
+        return 1
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from . import benchcmd  # noqa: PLC0415
+    m = open_build(args)
+    lab = day_arg(m, args.day)
+    return benchcmd.run(m, lab, program_name(), verbose=args.verbose, filter_=args.filter)
+
+
+# ------------------------------------------------------------------------------- internal
+
+
+def cmd_run(args) -> int:
+    """ctest's dNN.<variant>.run: run the day's cases once, record each (testrun.py)."""
+    m = load(args.manifest)
+    lab = day_arg(m, args.day)
+    run = testrun.run_group(m, lab, args.variant, args.group)
+    t = R.tally(run.cases)
+    for c in run.cases:
+        if c.outcome != R.PASSED:
+            first = (c.message.splitlines() or [""])[0]
+            print(f"{R.LABELS[c.outcome]:>9}  {c.name}  {first[:150]}")
+    if run.gpu:
+        print(f"GPU: {run.gpu}")
+    if run.note:
+        print(f"note: {run.note}")
+    print(f"[ course   ] {lab.day}.{args.variant} ({args.group}): {t.summary()}")
+    return 0
+
+
+def cmd_discover(args) -> int:
+    m = load(args.manifest)
+    lab = day_arg(m, args.day)
+    text = testrun.discover(m, lab, args.variant, TOOL)
+    R.write_atomically(args.output, text)
+    return 0
+
+
+def cmd_sass_check(args) -> int:
+    m = load(args.manifest)
+    lab = day_arg(m, args.day)
+    checks = [c for c in lab.checks_for(args.variant) if c.name == args.check]
+    if not checks:
+        raise UsageError(f"{lab.day} has no SASS check '{args.check}' for {args.variant}")
+    case = sass.check_case(m, lab, args.variant, checks[0])
+    print(f"{R.LABELS[case.outcome]}: {case.message}")
+    return {R.PASSED: 0, R.SKIPPED: sass.SKIP}.get(case.outcome, 1)
+
+
+def cmd_ctest_summary(args) -> int:
+    """After every ctest run (CTEST_CUSTOM_POST_TEST): one line on what passed, failed and was
+    skipped, and why. Never fails: it only reads."""
+    # While ctest runs (and this runs inside it) its log is LastTest.log.tmp: ctest renames it
+    # to LastTest.log only when it ends, after this command.
+    temporary = os.path.join(args.build_dir, "Testing", "Temporary")
+    try:
+        logs = [os.path.join(temporary, f) for f in os.listdir(temporary)
+                if f.startswith("LastTest") and f.endswith(".log.tmp")]
+        if not logs:
+            return 0
+        with open(max(logs, key=os.path.getmtime), encoding="utf-8", errors="replace") as f:
+            tests = R.parse_ctest_log(f.read())
+    except OSError:
+        return 0
+    if not tests:
+        return 0  # ctest -N, or nothing selected
+    cases = [t for t in tests if not re.search(r"\.run(_serial)?$", t.name)]
+    runs = len(tests) - len(cases)
+    counts = {o: 0 for o in R.OUTCOMES}
+    reasons: dict = {}
+    for t in cases:
+        counts[t.status if t.status in counts else R.FAILED] += 1
+        if t.status == R.SKIPPED:
+            reason = _skip_reason_of(t.output)
+            reasons[reason] = reasons.get(reason, 0) + 1
+    failed = sum(counts[o] for o in R.FAILURES)
+    line = f"course: {counts[R.PASSED]} passed, {failed} failed"
+    extra = [f"{counts[o]} {R.LABELS[o].lower()}" for o in (R.CRASHED, R.TIMED_OUT, R.NOT_RUN)
+             if counts[o]]
+    if extra:
+        line += f" ({', '.join(extra)})"
+    line += f", {counts[R.SKIPPED]} skipped"
+    if reasons:
+        line += ": " + "; ".join(f"{n} because {r}" for r, n in
+                                 sorted(reasons.items(), key=lambda x: -x[1])[:4])
+    line += f"  [{len(cases)} tests" + (f"; {runs} day runs" if runs else "") + "]"
+    print(line)
+    if counts[R.SKIPPED] and not counts[R.PASSED] and not failed:
+        print("course: nothing was tested: every test was SKIPPED, which is not passed")
+    return 0
+
+
+def _skip_reason_of(output: str) -> str:
+    lines = [l.strip() for l in output.splitlines() if l.strip()]
+    # A per-case report: "dNN.x.Y: skipped" then the reason; a SASS check: "skipped: reason".
+    if lines and R.outcome_in_report(lines[0]) == R.SKIPPED:
+        rest = lines[0].split("skipped", 1)[1].lstrip(": ").strip()
+        return R.skip_reason(rest or (lines[1] if len(lines) > 1 else ""))
+    for i, l in enumerate(lines):  # a GoogleTest program run by ctest directly
+        if l.endswith(": Skipped") and i + 1 < len(lines):
+            return R.skip_reason(lines[i + 1])
+    return "it skipped itself"
+
+
+# ------------------------------------------------------------------------------- main
+
+COMMANDS = [
+    ("list", "the days, their exercises, lessons and lab folders", cmd_list),
+    ("check", "build your code for a day, run its tests and checks, say what to fix next",
+     cmd_check),
+    ("watch", "check again every time you save kernel.cu, showing the next failing exercise",
+     cmd_watch),
+    ("hint", "reveal the next hint for an exercise (one at a time)", cmd_hint),
+    ("reset", "put the untouched starter kernel.cu back (yours is kept as a backup)", cmd_reset),
+    ("bench", "time your kernels against the solution, side by side", cmd_bench),
+    ("status", "every day: not started / failing / passing / compiled (no GPU)", cmd_status),
+    ("sass", "show the machine code (SASS) of your kernels", cmd_sass),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=program_name(),
+        description="The CUDA course's command-line tool. Results are kept in "
+                    "<build>/course-results/; see docs/course-tool.md.",
+        epilog="A <day> is written d02, 02 or 2. Exit codes: 0 everything ran and passed, "
+               "1 something failed, 2 usage or build error, 3 not everything could run here "
+               "(no GPU: skipped is not passed).")
+    p.add_argument("--build-dir", "-B", help="the build to use (default: build/default, or "
+                   "COURSE_BUILD_DIR)")
+    p.add_argument("--verbose", "-v", action="store_true", help="show the build's output")
+    sub = p.add_subparsers(dest="command", metavar="<command>")
+    parsers = {}
+    for name, help_text, func in COMMANDS:
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.set_defaults(func=func)
+        parsers[name] = sp
+    parsers["check"].add_argument("day")
+    parsers["watch"].add_argument("day", nargs="?", help="default: the first day not passed")
+    parsers["watch"].add_argument("--stay", action="store_true",
+                                  help="keep watching this day after it passes")
+    parsers["watch"].add_argument("--poll", type=float, default=0.5, help=argparse.SUPPRESS)
+    parsers["watch"].add_argument("--max-runs", type=int, default=0, help=argparse.SUPPRESS)
+    parsers["hint"].add_argument("day")
+    parsers["hint"].add_argument("exercise", nargs="?",
+                                 help="name or number (default: where your last check failed)")
+    parsers["reset"].add_argument("day")
+    parsers["reset"].add_argument("--yes", "-y", action="store_true", help="do not ask")
+    parsers["bench"].add_argument("day")
+    parsers["bench"].add_argument("--filter", default="", help="a Google Benchmark filter")
+    parsers["sass"].add_argument("day")
+    parsers["sass"].add_argument("kernel", nargs="?", help="a regex of kernel names")
+    parsers["sass"].add_argument("--arch", help="e.g. sm_90a")
+    parsers["sass"].add_argument("--solution", action="store_true",
+                                 help="the reference solution's code instead of yours")
+
+    internal = [("_run", cmd_run), ("_discover", cmd_discover), ("_sass", cmd_sass_check),
+                ("_ctest-summary", cmd_ctest_summary)]
+    for name, func in internal:
+        sp = sub.add_parser(name)
+        sp.set_defaults(func=func)
+        if name != "_ctest-summary":
+            sp.add_argument("--manifest", required=True)
+            sp.add_argument("--day", required=True)
+            sp.add_argument("--variant", choices=("lab", "solution"), required=True)
+    sub.choices["_run"].add_argument("--group", choices=testrun.GROUPS, default="main")
+    sub.choices["_discover"].add_argument("--output", required=True)
+    sub.choices["_sass"].add_argument("--check", required=True)
+    sub.choices["_ctest-summary"].add_argument("--build-dir", required=True)
+    # Hide the internal commands from the help text.
+    sub._choices_actions = [a for a in sub._choices_actions if not a.dest.startswith("_")]
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except UsageError as e:
+        print(f"{program_name()}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

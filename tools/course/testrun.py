@@ -1,0 +1,210 @@
+"""One day's tests of one variant, run once, recorded for ctest, the course tool and the grader.
+
+`run_group` runs the test program of (lab, variant) through the runner, for the cases of one
+group ("main": everything that may share the GPU; "serial": the lab's SERIAL_SUITES), writes
+  <results_dir>/<day>.<variant>.<group>.json     every case's result (results.RunResults)
+  <results_dir>/<day>.<variant>/<case file>       one file per case, what its ctest test reports
+and returns the results. `discover` writes the ctest script that registers those tests.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shlex
+from typing import Dict, List, Optional
+
+from . import results as R
+from . import runner
+from .manifest import Lab, Manifest
+
+GROUPS = ("main", "serial")
+NOT_BUILT = "_not_built"  # the case file every exercise's placeholder test reports
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def case_dir(m: Manifest, lab: Lab, variant: str) -> str:
+    return os.path.join(m.results_dir, f"{lab.day}.{variant}")
+
+
+def results_path(m: Manifest, lab: Lab, variant: str, group: str) -> str:
+    return os.path.join(m.results_dir, f"{lab.day}.{variant}.{group}.json")
+
+
+def group_of(lab: Lab, test: str) -> str:
+    return "serial" if lab.is_serial(test) else "main"
+
+
+def stale_reason(lab: Lab, variant: str) -> str:
+    """Why the test program cannot stand for the code it should test, or ""."""
+    p = lab.programs(variant)
+    if not os.path.exists(p.tests):
+        return ""
+    try:
+        src, exe = os.path.getmtime(p.source), os.path.getmtime(p.tests)
+    except OSError:
+        return ""
+    now = _dt.datetime.now().timestamp()
+    if exe < src <= now:  # a source from the future (a clock, an archive) proves nothing
+        return (f"{os.path.basename(p.source)} changed after its test program was built (the "
+                "last build failed or did not run), so these results would be about older code: "
+                f"build first (`course check {lab.day}` builds for you)")
+    return ""
+
+
+def not_built_text(m: Manifest, lab: Lab, variant: str, why: str = "") -> str:
+    p = lab.programs(variant)
+    lines = [why or (f"{os.path.relpath(p.tests, m.binary_dir)} was not built: "
+                     f"{display(m, p.source)} did not compile or link, or the build did not run.")]
+    log = build_log_path(m, lab, variant)
+    if os.path.exists(log):
+        from . import build  # noqa: PLC0415 (only needed here)
+        with open(log, encoding="utf-8", errors="replace") as f:
+            lines.append(build.explain_failure(f.read(), m, lab, variant))
+    else:
+        lines.append(f"Build it to see the compiler's message: cmake --build {m.binary_dir} "
+                     f"--target {lab.day}_{variant}_tests")
+    return "\n".join(lines)
+
+
+def build_log_path(m: Manifest, lab: Lab, variant: str) -> str:
+    return os.path.join(m.binary_dir, "build-logs", f"{lab.day}_{variant}.log")
+
+
+def display(m: Manifest, path: str) -> str:
+    """A path as a student reads it: relative to the course's source tree when inside it."""
+    try:
+        rel = os.path.relpath(path, m.source_dir)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def write_case(m: Manifest, lab: Lab, variant: str, case: R.Case) -> None:
+    full = f"{lab.day}.{variant}.{case.name}"
+    R.write_atomically(os.path.join(case_dir(m, lab, variant), R.case_file_name(case.name)),
+                       R.case_report(case, full))
+
+
+def run_group(m: Manifest, lab: Lab, variant: str, group: str, *,
+              tests: Optional[List[str]] = None, on_case=None) -> R.RunResults:
+    """Runs the `group` cases of (lab, variant) and records them (see the module's docstring)."""
+    p = lab.programs(variant)
+    started = now_utc()
+    why_not = ""
+    if not os.path.exists(p.tests):
+        why_not = not_built_text(m, lab, variant)
+        all_tests: List[str] = []
+    else:
+        why_not = stale_reason(lab, variant)
+        all_tests = runner.list_tests(p.tests)
+    wanted = [t for t in all_tests if group_of(lab, t) == group]
+    if tests is not None:
+        wanted = [t for t in wanted if t in set(tests)]
+
+    def finish(case: R.Case) -> R.Case:
+        case.exercise = lab.exercise_of(case.name)
+        case.kind = lab.kind_of(case.name)
+        return case
+
+    def recorded(case: R.Case) -> None:
+        write_case(m, lab, variant, finish(case))
+        if on_case:
+            on_case(case)
+
+    info = runner.RunInfo()
+    if why_not:
+        cases = {t: R.Case(t, R.NOT_RUN, message=f"not run: {why_not}") for t in wanted}
+        for c in cases.values():
+            recorded(c)
+    else:
+        # Results of an earlier run must not be mistaken for this one's.
+        for t in wanted:
+            try:
+                os.remove(os.path.join(case_dir(m, lab, variant), R.case_file_name(t)))
+            except FileNotFoundError:
+                pass
+        cases, info = runner.run_tests(
+            p.tests, wanted, timeout=lab.timeout, budget=m.test_budget,
+            source_dir=m.source_dir, on_case=recorded, cwd=os.path.dirname(p.tests))
+    run = R.RunResults(day=lab.day, variant=variant, group=group,
+                       cases=[finish(cases[t]) for t in wanted if t in cases],
+                       gpu=info.gpu, no_gpu_reason=info.no_gpu_reason, seed=info.seed,
+                       finished=now_utc(),
+                       note=(f"{info.processes} processes (restarted after a crash or a hang)"
+                             if info.processes > 1 else ""))
+    doc = run.to_json()
+    doc["started"] = started
+    import json  # noqa: PLC0415
+    R.write_atomically(results_path(m, lab, variant, group), json.dumps(doc, indent=1) + "\n")
+    return run
+
+
+# ------------------------------------------------------------------------------- ctest
+
+
+def _cmake_quote(s: str) -> str:
+    return "[==[" + s + "]==]"
+
+
+def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
+    """The ctest script (add_test / set_tests_properties lines) of (lab, variant): the run
+    fixtures and one test per case; one failing test per exercise when the program is not
+    built. `tool` is tools/bin/course."""
+    p = lab.programs(variant)
+    prefix = f"{lab.day}.{variant}"
+    report = os.path.join(m.source_dir, "tools", "report_case.sh")
+    lines = [f"# The tests of {os.path.basename(p.tests)}, listed by tools/course/testrun.py."]
+    tests: List[str] = []
+    why = ""
+    if os.path.exists(p.tests):
+        try:
+            tests = runner.list_tests(p.tests)
+        except Exception as e:  # noqa: BLE001 (any way listing fails is a failed day)
+            why = f"the test program {p.tests} could not list its tests: {e}"
+    if not os.path.exists(p.tests) or why:
+        R.write_atomically(os.path.join(case_dir(m, lab, variant), NOT_BUILT),
+                           R.NOT_RUN + "\n" + not_built_text(m, lab, variant, why) + "\n")
+        for exercise in lab.exercises:
+            name = f"{prefix}.{exercise}"
+            lines.append(f"add_test({_cmake_quote(name)} sh {_cmake_quote(report)} "
+                         f"{_cmake_quote(os.path.join(case_dir(m, lab, variant), NOT_BUILT))})")
+            lines.append(f"set_tests_properties({_cmake_quote(name)} PROPERTIES "
+                         f"LABELS \"{lab.day};{variant};gpu\")")
+        return "\n".join(lines) + "\n"
+
+    groups: Dict[str, List[str]] = {g: [] for g in GROUPS}
+    for t in tests:
+        groups[group_of(lab, t)].append(t)
+    for group, members in groups.items():
+        if not members:
+            continue
+        fixture = f"{prefix}.run" + ("" if group == "main" else "_serial")
+        command = [m.python, tool, "_run", "--manifest", m.path, "--day", lab.day,
+                   "--variant", variant, "--group", group]
+        lines.append(f"add_test({_cmake_quote(fixture)} "
+                     + " ".join(_cmake_quote(c) for c in command) + ")")
+        props = [f"FIXTURES_SETUP {_cmake_quote(fixture)}",
+                 f"LABELS \"{lab.day};{variant};runner\"",
+                 f"TIMEOUT {int(m.test_budget + 120)}"]
+        if group == "serial":
+            props.append("RUN_SERIAL TRUE")
+        lines.append(f"set_tests_properties({_cmake_quote(fixture)} PROPERTIES "
+                     + " ".join(props) + ")")
+        for t in members:
+            name = f"{prefix}.{t}"
+            path = os.path.join(case_dir(m, lab, variant), R.case_file_name(t))
+            lines.append(f"add_test({_cmake_quote(name)} sh {_cmake_quote(report)} "
+                         f"{_cmake_quote(path)})")
+            lines.append(f"set_tests_properties({_cmake_quote(name)} PROPERTIES "
+                         f"FIXTURES_REQUIRED {_cmake_quote(fixture)} "
+                         f"LABELS \"{lab.day};{variant};{lab.kind_of(t)}\" "
+                         f"SKIP_RETURN_CODE 77 TIMEOUT 30)")
+    return "\n".join(lines) + "\n"
+
+
+def shell_command(args: List[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args)
