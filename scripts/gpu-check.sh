@@ -4,19 +4,19 @@
 # memory checkers over the Day 4-6 solutions, and print last a compact table:
 #   lab | starter tests (expected: all fail, none crash) | solution tests | key benchmark | % of ceiling
 #
-# Usage: scripts/gpu-check.sh [--steps "build tests bench sanitize"] [--days "d01 d02"]
+# Usage: scripts/gpu-check.sh [--steps "build tests check bench sanitize"] [--days "d01 d02"]
 #                             [--out DIR]
-#   --steps          which steps to run (default: build tests bench; "all" adds sanitize)
+#   --steps          which steps to run (default: build tests check bench; "all" adds sanitize)
+#                    check: `course check dNN` timed on every day with the solutions in place
 #   --days           only these days (default: every lab in the build)
 #   --out            where logs, JUnit XML and benchmark JSON go (default: build/gpu-check)
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
-# Environment: TEST_VARIANTS (which tests the tests step runs: default "solution lab"),
-#              BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
+# Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-steps="build tests bench"; days=""; out=build/gpu-check
+steps="build tests check bench"; days=""; out=build/gpu-check
 preset=${COURSE_PRESET:-default}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,9 +29,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$steps" = all ] && steps="build tests bench sanitize"
+[ "$steps" = all ] && steps="build tests check bench sanitize"
 want() { [[ " $steps " == *" $1 "* ]]; }
-mkdir -p "$out"; out=$(cd "$out" && pwd)
+mkdir -p "$out"; out=$(cd "$out" && pwd); rm -f "$out/timings.txt"
 bin=build/$preset
 jobs=$(nproc)
 log() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
@@ -51,43 +51,76 @@ if want build; then
   if ! cmake --build --preset "$preset" -j "$jobs" >"$out/build.log" 2>&1; then
     grep -E "error|FAILED" "$out/build.log" | head -40; echo "BUILD FAILED"; exit 1
   fi
-  echo "built in $(( $(date +%s) - start )) s"
+  echo "build ($jobs jobs): $(( $(date +%s) - start )) s" | tee -a "$out/timings.txt"
   grep -E "warning" "$out/build.log" | sort -u | head -20
 fi
-[ -f "$bin/course_manifest.tsv" ] || { echo "no build in $bin: run with --steps build first"; exit 1; }
-[ -n "$days" ] || days=$(sed -n 's/^\(d[0-9][0-9]\)\t.*/\1/p' "$bin/course_manifest.tsv" | tr '\n' ' ')
+[ -f "$bin/course_manifest.json" ] || { echo "no build in $bin: run with --steps build first"; exit 1; }
+manifest_field() {  # manifest_field <python expression over lab> [day]: one line per lab
+  python3 -c 'import json, sys
+for lab in json.load(open(sys.argv[1]))["labs"]:
+    if len(sys.argv) < 4 or lab["day"] == sys.argv[3]:
+        print(eval(sys.argv[2]))' "$bin/course_manifest.json" "$@"
+}
+only_days=""; [ -n "$days" ] && only_days=1
+[ -n "$days" ] || days=$(manifest_field 'lab["day"]' | tr '\n' ' ')
 day_regex="^($(echo $days | sed 's/ /|/g'))"
 
 if want tests; then
-  for variant in ${TEST_VARIANTS:-solution lab}; do
-    log "tests: $variant ($days)"
-    ctest --test-dir "$bin" -R "$day_regex\.$variant\." -j "$jobs" --timeout 120 \
-      --output-junit "$out/tests-$variant.xml" >"$out/tests-$variant.log" 2>&1
-    grep -E "tests passed|Total Test time" "$out/tests-$variant.log"
-  done
-  log "tests: the harness on the GPU (the benchmark timer; each test alone)"
-  ctest --test-dir "$bin" -R '^harness\.gpu\.' --timeout 120 \
-    --output-junit "$out/tests-harness-gpu.xml" >"$out/tests-harness-gpu.log" 2>&1
-  grep -E "tests passed|Total Test time" "$out/tests-harness-gpu.log"
+  # The whole suite in one ctest call, as an instructor or CI would run it: every case of every
+  # day's solution and starter (one process per day and variant, through the course's test
+  # runner), the SASS checks, the harness's own tests. Timed: the suite must stay fast.
+  log "tests: everything ctest holds except the tools' own tests ($days)"
+  rm -rf "$bin/test-results" "$out/test-results"
+  start=$(date +%s.%N)
+  select=(-LE '^tools$'); [ -n "$only_days" ] && select+=(-R "$day_regex\\.|^harness\\.")
+  ctest --test-dir "$bin" "${select[@]}" -j "$jobs" --timeout 1500 \
+    --output-junit "$out/tests.xml" >"$out/tests.log" 2>&1
+  end=$(date +%s.%N)
+  suite_s=$(python3 -c "print(f'{$end - $start:.1f}')")
+  echo "GPU suite (ctest -LE tools, -j $jobs): $suite_s s" | tee -a "$out/timings.txt"
+  tail -n 3 "$out/tests.log"
+  cp -r "$bin/test-results" "$out/test-results"
+  log "tests: the tools' own tests"
+  ctest --test-dir "$bin" -L '^tools$' -j "$jobs" --output-junit "$out/tests-tools.xml" \
+    >"$out/tests-tools.log" 2>&1
+  tail -n 2 "$out/tests-tools.log"
   # Figures the tests measured ("[ measured ] ..." lines), for the lessons' tables.
-  python3 - "$out/tests-solution.xml" "$out/tests-harness-gpu.xml" >"$out/measured-lines.txt" <<'PY'
-import html, re, sys
+  python3 - "$out" >"$out/measured-lines.txt" <<'PY'
+import glob, html, json, re, sys
 lines = set()
-for path in sys.argv[1:]:
-    try:
-        text = open(path, encoding="utf-8", errors="replace").read()
-    except OSError as e:
-        print(f"(no measured lines from {path}: {e})", file=sys.stderr)
-        continue
-    lines.update(html.unescape(m) for m in re.findall(r"\[ measured \][^\n<]*", text))
+for path in glob.glob(sys.argv[1] + "/test-results/*.solution.*.json"):
+    for case in json.load(open(path)).get("cases", []):
+        lines.update(re.findall(r"\[ measured \][^\n]*", case.get("output", "")))
+text = open(sys.argv[1] + "/tests.xml", encoding="utf-8", errors="replace").read()
+lines.update(html.unescape(m) for m in re.findall(r"\[ measured \][^\n<]*", text))
 print("\n".join(sorted(lines)))
 PY
   echo "$(wc -l <"$out/measured-lines.txt") measured lines in measured-lines.txt"
-  log "host tests (harness, tools, SASS checks)"
-  ctest --test-dir "$bin" -L host -LE '^lab$' -j "$jobs" --output-junit "$out/tests-host.xml" \
-    >"$out/tests-host.log" 2>&1
-  grep -E "tests passed|Total Test time" "$out/tests-host.log"
-  grep -E "\(Failed\)|\(Timeout\)" "$out/tests-host.log" | head -20
+fi
+
+if want check; then
+  # `course check dNN` on a SOLVED day, as a student who has finished it runs it: the solutions
+  # are copied over the starters (kept aside and put back after), built, then each day is
+  # checked and timed (the build inside check is then a no-op: the time is the check's own).
+  log "course check on solved days ($days)"
+  mkdir -p "$out/starters"
+  for day in $days; do
+    lab=$(manifest_field 'lab["name"]' "$day")
+    cp "labs/$lab/kernel.cu" "$out/starters/$lab.cu" && cp "solutions/$lab/kernel.cu" "labs/$lab/kernel.cu"
+  done
+  cmake --build --preset "$preset" -j "$jobs" >"$out/build-solved.log" 2>&1 || tail -n 20 "$out/build-solved.log"
+  for day in $days; do
+    start=$(date +%s.%N)
+    "$bin/course" check "$day" >"$out/check-$day.log" 2>&1
+    rc=$?
+    end=$(date +%s.%N)
+    secs=$(python3 -c "print(f'{$end - $start:.1f}')")
+    echo "course check $day (solved): exit $rc, $secs s" | tee -a "$out/timings.txt"
+    tail -n 4 "$out/check-$day.log" | head -n 2
+  done
+  for f in "$out"/starters/*.cu; do cp "$f" "labs/$(basename "$f" .cu)/kernel.cu"; done
+  rm -rf "$out/starters"
+  cmake --build --preset "$preset" -j "$jobs" >"$out/build-restored.log" 2>&1 || tail -n 20 "$out/build-restored.log"
 fi
 
 if want bench; then

@@ -1,79 +1,72 @@
 #!/usr/bin/env python3
-"""Summarise a scripts/gpu-check.sh run: one row per lab.
+"""Summarise a scripts/gpu-check.sh run: one row per lab, printed last.
 
-Reads <dir>/tests-solution.xml, tests-lab.xml and tests-harness-gpu.xml (ctest JUnit) and
-bench-<day>-solution.json (Google Benchmark), and prints, last, the table
-  lab | starter tests | solution tests | key benchmark | figure | % of ceiling
-where a starter is healthy when all its tests fail cleanly (a failure message, no crash, no
-timeout) and a solution is healthy when all its tests pass. Problems are listed above the table.
+Reads, from the run's folder:
+  test-results/dNN.<variant>.<group>.json   every case of every day (the test runner's files)
+  tests.xml                                 ctest's JUnit of the same run (SASS checks, harness)
+  bench-dNN-solution.json                   Google Benchmark, the solution's benchmarks
+  sanitize-summary.txt, timings.txt         the sanitizers' verdicts, the steps' wall times
+and prints
+  lab | starter tests (fail/crash/pass/skip) | solution tests (pass/fail/skip) | SASS |
+  key benchmark | figure | % of ceiling
+A starter is healthy when its tests all fail cleanly (a message, no crash, no timeout); a
+solution when all its tests and SASS checks pass. Problems are listed above the table.
+Outcomes are classified by tools/course/results.py, the same code the course tool uses.
 """
 import argparse
-import json
+import glob
 import os
-import re
 import sys
-import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from course import bench as B  # noqa: E402
+from course import results as R  # noqa: E402
 
 
-def load_junit(path):
-    """[(name, status, output)] with status in passed/failed/crashed/skipped."""
-    if not os.path.exists(path):
-        return []
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as e:
-        print(f"warning: {path} is not valid XML ({e})", file=sys.stderr)
-        return []
-    cases = []
-    for tc in root.iter("testcase"):
-        out = tc.findtext("system-out") or ""
-        status = tc.get("status", "")
-        if status == "run":
-            s = "passed"
-        elif status in ("notrun", "disabled") or tc.find("skipped") is not None:
-            s = "skipped"
-        else:
-            # A clean failure went through GoogleTest's reporting (or, for a test that is not a
-            # GoogleTest, ctest says only "Failed"); a timeout, a signal, or a GoogleTest process
-            # that died before printing its verdict is a crash.
-            failure = tc.find("failure")
-            message = failure.get("message", "") if failure is not None else ""
-            died = "[ RUN      ]" in out and "[  FAILED  ]" not in out
-            s = "failed" if message == "Failed" and not died else "crashed"
-        cases.append((tc.get("name", ""), s, out))
+def load_cases(folder):
+    """{(day, variant): [Case]} from the runner's results files."""
+    cases = {}
+    for path in sorted(glob.glob(os.path.join(folder, "test-results", "d*.*.*.json"))):
+        try:
+            run = R.load_run_results(path)
+        except ValueError as e:
+            print(f"warning: {e}", file=sys.stderr)
+            continue
+        cases.setdefault((run.day, run.variant), []).extend(run.cases)
     return cases
 
 
-def first_failure(output):
-    lines = output.splitlines()
-    for i, line in enumerate(lines):
-        if re.search(r"(Failure|error:)", line) and i + 1 < len(lines):
-            return " ".join(l.strip() for l in lines[i + 1:i + 3])[:220]
-    return (lines[-1] if lines else "(no output)")[:220]
+def load_junit(folder):
+    path = os.path.join(folder, "tests.xml")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        try:
+            return R.parse_ctest_junit(f.read())
+        except ValueError as e:
+            print(f"warning: {path}: {e}", file=sys.stderr)
+            return []
+
+
+def first_line(text):
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    return (lines[0] if lines else "(no message)")[:200]
 
 
 def key_benchmark(path):
     if not os.path.exists(path):
         return None
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        return {"name": f"(unreadable: {e})"}
-    rows = [b for b in data.get("benchmarks", []) if b.get("run_type", "iteration") == "iteration"]
-    keys = [b for b in rows if b.get("key") == 1] or rows[:1]
-    if not keys:
+        run = B.load(path)
+    except ValueError as e:
+        return {"name": f"(unreadable: {e})", "error": str(e)}
+    rows = [r for r in run.rows if r.key] or run.rows[:1]
+    if not rows:
         return None
-    b = keys[0]
-    if b.get("error_occurred"):
-        return {"name": b["name"], "error": b.get("error_message", "error")}
-    return {
-        "name": re.sub(r"/min_time:[0-9.]+", "", b["name"].split("/manual_time")[0]),
-        "gbs": b.get("GB/s"),
-        "pct": b.get("%copy"),
-        "tflops": b.get("TFLOP/s"),
-        "ceiling": data.get("context", {}).get("copy_ceiling_GBps"),
-    }
+    r = rows[0]
+    if r.error:
+        return {"name": r.name, "error": r.error}
+    return {"name": r.name, "gbs": r.gbs, "pct": r.pct_copy, "tflops": r.tflops}
 
 
 def main():
@@ -81,36 +74,51 @@ def main():
     p.add_argument("--dir", required=True)
     p.add_argument("--days", nargs="*", default=[])
     a = p.parse_args()
-    sol = load_junit(os.path.join(a.dir, "tests-solution.xml"))
-    lab = load_junit(os.path.join(a.dir, "tests-lab.xml"))
-    harness = load_junit(os.path.join(a.dir, "tests-harness-gpu.xml"))
-    days = a.days or sorted({n.split(".")[0] for n, _, _ in sol + lab})
-
-    def counts(cases, day, variant):
-        c = {"passed": 0, "failed": 0, "crashed": 0, "skipped": 0}
-        for n, s, _ in cases:
-            if n.startswith(f"{day}.{variant}."):
-                c[s] += 1
-        return c
-
+    cases = load_cases(a.dir)
+    junit = load_junit(a.dir)
+    days = a.days or sorted({d for d, _ in cases})
     problems = []
-    for n, s, out in sol:
-        if s in ("failed", "crashed"):
-            problems.append(f"solution {n}: {s}: {first_failure(out)}")
-    skipped = sum(1 for _, s, _ in sol + lab + harness if s == "skipped")
+
+    def tally(day, variant):
+        return R.tally(cases.get((day, variant), []))
+
+    sass = {}
+    for t in junit:
+        parts = t.name.split(".")
+        if len(parts) >= 3 and parts[2] == "sass":
+            sass.setdefault((parts[0], parts[1]), []).append(t)
+            if parts[1] == "solution" and t.status != R.PASSED:
+                problems.append(f"{t.name}: {t.status}: {first_line(t.output)}")
+    harness = [t for t in junit if t.name.startswith("harness.")]
+    for t in harness:
+        if R.is_failure(t.status):
+            problems.append(f"{t.name}: {t.status}: {first_line(t.output)}")
+    grouped = {}  # one line per (day, variant, outcome, message), with a count
+    for (day, variant), cs in sorted(cases.items()):
+        if day not in days:
+            continue
+        for c in cs:
+            if variant == "solution" and c.outcome != R.PASSED and c.outcome != R.SKIPPED:
+                key = (f"solution {day}", c.outcome, first_line(c.message))
+            elif variant == "lab" and c.outcome == R.PASSED:
+                key = (f"starter {day}", "PASSED (a starter test must fail until the exercise "
+                       "is done)", "")
+            elif variant == "lab" and c.outcome in (R.CRASHED, R.TIMED_OUT, R.NOT_RUN):
+                key = (f"starter {day}", f"{c.outcome} instead of failing cleanly",
+                       first_line(c.message))
+            else:
+                continue
+            grouped.setdefault(key, []).append(c.name)
+    for (who, what, message), names in grouped.items():
+        more = f" (and {len(names) - 1} more)" if len(names) > 1 else ""
+        problems.append(f"{who}.{names[0]}{more}: {what}" + (f": {message}" if message else ""))
+    for day in days:
+        if tally(day, "solution").total == 0:
+            problems.append(f"{day}: no solution test ran (see tests.log)")
+    skipped = sum(tally(d, v).skipped for d in days for v in ("lab", "solution"))
     if skipped:
         problems.append(f"{skipped} tests were SKIPPED (no GPU visible?): skipped is not passed")
-    for n, s, out in harness:
-        if s in ("failed", "crashed"):
-            problems.append(f"harness {n}: {s}: {first_failure(out)}")
-    for n, s, out in lab:
-        if s == "passed":
-            problems.append(f"starter {n}: PASSED (a starter test must fail until the exercise is done)")
-        elif s == "crashed":
-            problems.append(f"starter {n}: crashed or timed out instead of failing: {first_failure(out)}")
-    for day in days:
-        if counts(sol, day, "solution")["passed"] == 0:
-            problems.append(f"{day}: no solution test passed (did the tests run? see tests-solution.log)")
+
     sanitizers = []
     summary = os.path.join(a.dir, "sanitize-summary.txt")
     if os.path.exists(summary):
@@ -119,7 +127,8 @@ def main():
                 parts = line.split()  # "<tool> <day> exit <code>"
                 if len(parts) == 4 and parts[1] in days:
                     clean = parts[3] == "0"
-                    sanitizers.append(f"{parts[0]} {parts[1]}: {'clean' if clean else 'exit ' + parts[3]}")
+                    sanitizers.append(f"{parts[0]} {parts[1]}: "
+                                      f"{'clean' if clean else 'exit ' + parts[3]}")
                     if not clean:
                         problems.append(f"compute-sanitizer --tool {parts[0]} on {parts[1]}: exit "
                                         f"{parts[3]} (see sanitize-{parts[1]}-{parts[0]}.log)")
@@ -132,10 +141,13 @@ def main():
         print()
 
     header = ("lab", "starter tests (fail/crash/pass/skip)", "solution tests (pass/fail/skip)",
-              "key benchmark", "figure", "% ceiling")
+              "SASS (solution/starter)", "key benchmark", "figure", "% ceiling")
     rows = []
     for day in days:
-        s, l = counts(sol, day, "solution"), counts(lab, day, "lab")
+        s, l = tally(day, "solution"), tally(day, "lab")
+        crashes = l.counts[R.CRASHED] + l.counts[R.TIMED_OUT] + l.counts[R.NOT_RUN]
+        ss = R.tally(R.Case(t.name, t.status) for t in sass.get((day, "solution"), []))
+        ls = R.tally(R.Case(t.name, t.status) for t in sass.get((day, "lab"), []))
         k = key_benchmark(os.path.join(a.dir, f"bench-{day}-solution.json"))
         if k is None:
             name, fig, pct = "-", "-", "-"
@@ -146,9 +158,9 @@ def main():
             fig = f"{k['gbs']:.0f} GB/s" if k.get("gbs") else (
                 f"{k['tflops']:.1f} TFLOP/s" if k.get("tflops") else "-")
             pct = f"{k['pct']:.1f}%" if k.get("pct") is not None else "-"
-        rows.append((day,
-                     f"{l['failed']}/{l['crashed']}/{l['passed']}/{l['skipped']}",
-                     f"{s['passed']}/{s['failed'] + s['crashed']}/{s['skipped']}",
+        rows.append((day, f"{l.counts[R.FAILED]}/{crashes}/{l.passed}/{l.skipped}",
+                     f"{s.passed}/{s.failed}/{s.skipped}",
+                     f"{ss.passed}/{ss.total} ok, {ls.failed} fail on starter",
                      name, fig, pct))
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     fmt = " | ".join("{:<%d}" % w for w in widths)
@@ -156,12 +168,23 @@ def main():
     print("-+-".join("-" * w for w in widths))
     for r in rows:
         print(fmt.format(*r))
-    if harness:
-        h = {k: sum(1 for _, s, _ in harness if s == k) for k in ("passed", "failed", "crashed", "skipped")}
-        print(f"\nharness GPU tests (the benchmark timer): {h['passed']} passed, "
-              f"{h['failed'] + h['crashed']} failed, {h['skipped']} skipped")
+    gpu_harness = [t for t in harness if t.name.startswith("harness.gpu.")]
+    if gpu_harness:
+        h = R.tally(R.Case(t.name, t.status) for t in gpu_harness)
+        print(f"\nharness GPU tests (the benchmark timer): {h.passed} passed, {h.failed} failed, "
+              f"{h.skipped} skipped")
+    host = [t for t in junit if not t.name.startswith(("harness.gpu.",))
+            and (t.name.startswith(("harness.", "tools.")))]
+    if host:
+        h = R.tally(R.Case(t.name, t.status) for t in host)
+        print(f"host tests (harness, tools): {h.passed} passed, {h.failed} failed, "
+              f"{h.skipped} skipped")
     if sanitizers:
         print("\ncompute-sanitizer: " + ", ".join(sanitizers))
+    timings = os.path.join(a.dir, "timings.txt")
+    if os.path.exists(timings):
+        with open(timings) as f:
+            print("\nwall times: " + "; ".join(l.strip() for l in f if l.strip()))
     ok = not problems
     print("\nverdict:", "OK — solutions pass, starters fail cleanly" if ok else "PROBLEMS above")
     return 0 if ok else 1

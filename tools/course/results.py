@@ -350,3 +350,39 @@ def parse_ctest_log(text: str) -> List[CtestTest]:
             status = told  # crashed, timed out, not run: finer than ctest's "failed"
         tests.append(CtestTest(name, status, out, seconds))
     return tests
+
+
+def parse_ctest_junit(text: str) -> List[CtestTest]:
+    """Tests of a ctest --output-junit file. ctest writes status="run" for a test that passed,
+    "fail" for one that failed (or timed out, or could not start), "notrun" for one that skipped
+    itself (SKIP_RETURN_CODE, SKIP_REGULAR_EXPRESSION) or whose fixture failed, "disabled". The
+    output tells a skip from a test that never ran, and the per-case reports say more."""
+    import xml.etree.ElementTree as ET  # noqa: PLC0415
+
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise ValueError(f"not a JUnit XML file ({e})") from e
+    tests = []
+    for tc in root.iter("testcase"):
+        out = tc.findtext("system-out") or ""
+        status = tc.get("status", "")
+        told = outcome_in_report(out)
+        if status == "run":
+            outcome = PASSED
+        elif status in ("notrun", "disabled"):
+            skipped = tc.find("skipped")
+            message = skipped.get("message", "") if skipped is not None else ""
+            if "SKIP" in message or told == SKIPPED or status == "disabled":
+                outcome = SKIPPED
+            else:  # e.g. "Fixture dependency failed", "Unable to find executable"
+                outcome = NOT_RUN
+        else:
+            outcome = told if told in FAILURES else FAILED
+            failure = tc.find("failure")
+            message = failure.get("message", "") if failure is not None else ""
+            if not told and ("Timeout" in message or "Exception" in message):
+                outcome = TIMED_OUT if "Timeout" in message else CRASHED
+        tests.append(CtestTest(tc.get("name", ""), outcome, out,
+                               float(tc.get("time", "0") or 0)))
+    return tests

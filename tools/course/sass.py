@@ -107,6 +107,21 @@ def disassemble(library: str, cuobjdump: str, cache_dir: Optional[str] = None) -
     return Disassembly(kernels, names)
 
 
+def short_name(demangled: str) -> str:
+    """'void d02::copy_kernel<float, 4>(float const*, float*, long)' -> 'd02::copy_kernel<float,
+    4>': the name a student recognises, without the return type and the parameters."""
+    name = re.sub(r"^(?:void|static|__global__)\s+", "", demangled.strip())
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            return name[:i]
+    return name
+
+
 def pattern_words(pattern: str) -> str:
     """A regex as the instruction it stands for: 'LDG\\.E\\.128' -> 'LDG.E.128'."""
     return pattern.replace("\\.", ".").replace("\\", "")
@@ -133,22 +148,25 @@ def run_check(check: SassCheck, dis: Disassembly, variant: str) -> CheckResult:
         chosen = {n: body for (a, n), body in dis.kernels.items()
                   if a == arch and re.search(check.kernel, dis.names[n])}
         if not chosen:
-            others = ", ".join(sorted({dis.names[n] for (a, n) in dis.kernels if a == arch}))
+            others = ", ".join(sorted({short_name(dis.names[n])
+                                       for (a, n) in dis.kernels if a == arch}))
             problem(arch, f"no kernel's name matches /{check.kernel}/: was a kernel renamed or "
                           f"removed? (kernels: {others})")
             continue
-        shown = ", ".join(sorted(dis.names[n] for n in chosen))
-        for pattern in check.require:
-            if not any(re.search(pattern, line) for body in chosen.values() for line in body):
-                problem(arch, f"{who}{shown} must {check.what}, but it has no instruction "
-                              f"matching {pattern_words(pattern)}")
+        shown = ", ".join(sorted(short_name(dis.names[n]) for n in chosen))
+        missing = [pattern_words(p) for p in check.require
+                   if not any(re.search(p, line) for body in chosen.values() for line in body)]
+        if missing:
+            problem(arch, f"{who}{shown} must {check.what}, but "
+                          + ("they have" if len(chosen) > 1 else "it has")
+                          + " no instruction matching " + " nor ".join(missing))
         for pattern in check.forbid:
             for n, body in sorted(chosen.items()):
                 hits = [line.strip() for line in body if re.search(pattern, line)]
                 if hits:
                     first = re.sub(r"/\*[0-9a-f]+\*/", "", hits[0]).strip(" ;")
-                    problem(arch, f"{who}{dis.names[n]} must {check.what}, but it has "
-                                  f"{len(hits)} instruction(s) matching "
+                    problem(arch, f"{who}{short_name(dis.names[n])} must {check.what}, but it "
+                                  f"has {len(hits)} instruction(s) matching "
                                   f"{pattern_words(pattern)}, e.g. `{first}`")
     if found:
         return CheckResult(check, False, [f"{sentence} (on {', '.join(archs)})"

@@ -1,0 +1,425 @@
+"""Tests of the course tool (tools/course/), without a GPU.
+
+Run by ctest (tests/CMakeLists.txt: tools.*), which sets COURSE_BUILD_DIR to the build and
+COURSE_RUNNER_FIXTURE to tests/tools/runner_fixture.cu's program; tests that need them skip
+without. By hand: COURSE_BUILD_DIR=build/default python3 -m unittest discover -s tests/tools
+"""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+from course import build, cli, hints, manifest, runner, sass, starter  # noqa: E402
+from course import results as R  # noqa: E402
+
+BUILD = os.environ.get("COURSE_BUILD_DIR", "")
+FIXTURE = os.environ.get("COURSE_RUNNER_FIXTURE", "")
+TOOL = os.path.join(ROOT, "tools", "bin", "course")
+
+
+def run_tool(*args, env=None):
+    return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True,
+                          env=env)
+
+
+class ResultsTest(unittest.TestCase):
+    def test_exercise_of_takes_the_longest_name_a_suite_part_starts_with(self):
+        exercises = ["VectorAdd", "Saxpy", "Transpose1Naive", "Transpose3Padded"]
+        self.assertEqual(R.exercise_of("VectorAdd", exercises), "VectorAdd")
+        self.assertEqual(R.exercise_of("Sizes/VectorAdd", exercises), "VectorAdd")
+        self.assertEqual(R.exercise_of("VectorAddBounds", exercises), "VectorAdd")
+        self.assertEqual(R.exercise_of("DTypes/Transpose3PaddedLayout", exercises),
+                         "Transpose3Padded")
+        self.assertEqual(R.exercise_of("InstructorExtra", exercises), "")
+
+    def test_a_tally_says_what_skipped_and_why(self):
+        cases = [R.Case("A.a", R.PASSED), R.Case("A.b", R.CRASHED),
+                 R.Case("A.c", R.SKIPPED, message="no GPU here: this test needs a CUDA GPU"),
+                 R.Case("A.d", R.SKIPPED, message="no GPU here: this test needs a CUDA GPU")]
+        t = R.tally(cases)
+        self.assertEqual((t.passed, t.failed, t.skipped), (1, 1, 2))
+        self.assertEqual(t.summary(), "1 passed, 1 failed (1 crashed), 2 skipped: no GPU here")
+        self.assertEqual(R.verdict(cases), "failed")
+        self.assertEqual(R.verdict(cases[2:]), "skipped")
+        self.assertEqual(R.verdict([]), "no_tests")
+
+    def test_case_files_have_safe_names_and_state_their_outcome_first(self):
+        name = "Sizes/VectorAdd.Matches/n31"
+        self.assertNotIn("/", R.case_file_name(name))
+        self.assertNotEqual(R.case_file_name("a/b"), R.case_file_name("a_b"))
+        text = R.case_report(R.Case(name, R.TIMED_OUT, message="did not finish"), "d01.lab." + name)
+        self.assertEqual(text.splitlines()[0], R.TIMED_OUT)
+        self.assertEqual(R.outcome_in_report("\n".join(text.splitlines()[1:])), R.TIMED_OUT)
+        self.assertEqual(R.outcome_in_report("skipped: no cuobjdump"), R.SKIPPED)
+        self.assertEqual(R.outcome_in_report("element 3 is wrong"), "")
+
+    def test_results_round_trip_through_json(self):
+        run = R.RunResults("d01", "lab", "main", [R.Case("A.a", R.FAILED, 0.5, "why", "out",
+                                                         {"points": "2"}, "A", "gpu")], gpu="H100")
+        again = R.RunResults.from_json(json.loads(json.dumps(run.to_json())))
+        self.assertEqual(again.cases[0], run.cases[0])
+        with self.assertRaises(ValueError):
+            R.Case.from_json({"name": "x", "outcome": "sort of"})
+
+    def test_malformed_json_is_reported_with_line_and_column(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "bad.json")
+            with open(path, "w") as f:
+                f.write('{"a": 1,\n  "b": }')
+            with self.assertRaisesRegex(ValueError, "line 2, column"):
+                R.read_json(path)
+
+    def test_the_ctest_log_tells_skips_from_passes(self):
+        log = textwrap.dedent("""\
+            1/3 Testing: d01.lab.A.a
+            Output:
+            ----------------------------------------------------------
+            d01.lab.A.a: skipped
+            no GPU here: this machine has no NVIDIA driver
+            <end of output>
+            Test time =   0.01 sec
+            ----------------------------------------------------------
+            Test Passed.
+            2/3 Testing: harness.gpu.T.t
+            Output:
+            ----------------------------------------------------------
+            [ RUN      ] T.t
+            [  SKIPPED ] T.t (0 ms)
+            <end of output>
+            Test time =   0.02 sec
+            ----------------------------------------------------------
+            Test Pass Reason:
+            Skip regular expression found in output. Regex=[\\[  SKIPPED \\]]
+            3/3 Testing: d01.lab.A.b
+            Output:
+            ----------------------------------------------------------
+            d01.lab.A.b: CRASHED
+            the test program died during this test
+            <end of output>
+            Test time =   0.01 sec
+            ----------------------------------------------------------
+            Test Failed.
+            """)
+        tests = R.parse_ctest_log(log)
+        self.assertEqual([(t.name, t.status) for t in tests],
+                         [("d01.lab.A.a", R.SKIPPED), ("harness.gpu.T.t", R.SKIPPED),
+                          ("d01.lab.A.b", R.CRASHED)])
+
+    def test_the_ctest_junit_file_tells_skips_from_fixture_failures(self):
+        xml = textwrap.dedent("""\
+            <testsuite>
+              <testcase name="a" status="run"><system-out>d01.lab.a: passed</system-out></testcase>
+              <testcase name="b" status="notrun"><skipped message="SKIP_RETURN_CODE=77"/></testcase>
+              <testcase name="c" status="notrun"><skipped message="Fixture dependency failed"/></testcase>
+              <testcase name="d" status="fail"><failure message="Timeout"/></testcase>
+              <testcase name="e" status="fail"><failure message="Failed"/>
+                <system-out>d01.lab.e: CRASHED\nkilled by SIGSEGV</system-out></testcase>
+            </testsuite>""")
+        self.assertEqual([t.status for t in R.parse_ctest_junit(xml)],
+                         [R.PASSED, R.SKIPPED, R.NOT_RUN, R.TIMED_OUT, R.CRASHED])
+        with self.assertRaises(ValueError):
+            R.parse_ctest_junit("<testsuite>")
+
+
+@unittest.skipUnless(FIXTURE and os.path.exists(FIXTURE), "needs COURSE_RUNNER_FIXTURE")
+class RunnerTest(unittest.TestCase):
+    """The runner blames exactly the test that misbehaved and runs all the others."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tests = runner.list_tests(FIXTURE)
+        seen = []
+        cls.cases, cls.info = runner.run_tests(FIXTURE, cls.tests, timeout=3, budget=120,
+                                               on_case=lambda c: seen.append(c.name))
+        cls.seen = seen
+
+    def outcome(self, name):
+        return self.cases[name].outcome
+
+    def test_every_test_gets_exactly_one_result(self):
+        self.assertEqual(sorted(self.cases), sorted(self.tests))
+        self.assertEqual(sorted(set(self.seen)), sorted(self.tests))
+
+    def test_ordinary_outcomes(self):
+        self.assertEqual(self.outcome("Fixture.Passes"), R.PASSED)
+        self.assertIn("output of a passing test", self.cases["Fixture.Passes"].output)
+        self.assertEqual(self.outcome("Fixture.Fails"), R.FAILED)
+        self.assertIn("expected 1.5, got 0", self.cases["Fixture.Fails"].message)
+        self.assertIn("runner_fixture.cu:", self.cases["Fixture.Fails"].message)
+        self.assertEqual(self.outcome("Fixture.Skips"), R.SKIPPED)
+        self.assertIn("no GPU here", self.cases["Fixture.Skips"].message)
+        self.assertEqual(self.cases["Fixture.RecordsProperties"].properties, {"points": "3"})
+        self.assertEqual(self.outcome("Fixture.ThrowsCudaError"), R.FAILED)
+
+    def test_a_crash_is_the_crashing_tests_alone(self):
+        self.assertEqual(self.outcome("Fixture.Segfaults"), R.CRASHED)
+        self.assertIn("SIGSEGV", self.cases["Fixture.Segfaults"].message)
+        self.assertIn("about to crash", self.cases["Fixture.Segfaults"].output)
+        self.assertEqual(self.outcome("Fixture.Aborts"), R.CRASHED)
+        self.assertIn("SIGABRT", self.cases["Fixture.Aborts"].message)
+        self.assertEqual(self.outcome("Fixture.Exits"), R.CRASHED)
+        # ... and the tests after each crash still ran, in fresh processes.
+        self.assertEqual(self.outcome("Fixture.PrintsALot"), R.PASSED)
+        self.assertGreaterEqual(self.info.processes, 5)
+
+    def test_a_hang_is_stopped_at_its_time_limit(self):
+        self.assertEqual(self.outcome("Fixture.Hangs"), R.TIMED_OUT)
+        self.assertIn("time limit of 3 s", self.cases["Fixture.Hangs"].message)
+
+    def test_huge_output_is_clipped(self):
+        out = self.cases["Fixture.PrintsALot"].output
+        self.assertLess(len(out), runner.OUTPUT_LIMIT + 200)
+        self.assertIn("characters left out", out)
+
+    def test_a_lost_cuda_context_fails_only_its_test(self):
+        if self.outcome("FixtureGpu.LosesTheContext") == R.SKIPPED:
+            self.skipTest("no GPU here: the context cannot be lost")
+        self.assertEqual(self.outcome("FixtureGpu.LosesTheContext"), R.CRASHED)
+        self.assertIn("cudaErrorIllegalAddress", self.cases["FixtureGpu.LosesTheContext"].message)
+        self.assertEqual(self.outcome("FixtureGpu.RunsAfterTheLostContext"), R.PASSED)
+
+    def test_a_missing_program_is_not_run_not_passed(self):
+        cases, _ = runner.run_tests("/nonexistent/program", ["A.b"], timeout=1, budget=5)
+        self.assertEqual(cases["A.b"].outcome, R.NOT_RUN)
+        self.assertIn("could not start", cases["A.b"].message)
+
+    def test_the_budget_stops_a_run_of_hanging_tests(self):
+        cases, _ = runner.run_tests(FIXTURE, ["Fixture.Hangs", "Fixture.Passes"], timeout=30,
+                                    budget=2)
+        self.assertEqual(cases["Fixture.Hangs"].outcome, R.TIMED_OUT)
+        self.assertEqual(cases["Fixture.Passes"].outcome, R.PASSED)  # it ran first
+
+    def test_filters_never_split_on_a_dash(self):
+        self.assertEqual(runner.gtest_filter(["A.b-c", "D.e"]), "A.b?c:D.e")
+
+
+class BuildMessagesTest(unittest.TestCase):
+    def test_a_compile_error_names_the_file_and_line(self):
+        log = ("[1/3] Building CUDA object labs/x/kernel.cu.o\nFAILED: labs/x/kernel.cu.o\n"
+               "/src/labs/d01_first_kernels/kernel.cu(24): error: expected a \";\"\n"
+               "      if (i < n) c[i] = a[i] + b[i]\n      ^\n\n1 error detected\n"
+               "ninja: build stopped: subcommand failed.\n")
+        f = build.parse_failure(log)
+        self.assertEqual((f.kind, f.file, f.line), ("compile", "/src/labs/d01_first_kernels/kernel.cu", 24))
+        self.assertTrue(any("expected a" in l for l in f.excerpt))
+        gcc = build.parse_failure("/src/x.cpp:12:5: error: 'foo' was not declared\n")
+        self.assertEqual((gcc.file, gcc.line), ("/src/x.cpp", 12))
+
+    def test_a_link_error_says_which_function_lab_h_declares(self):
+        log = ("/usr/bin/ld: test_d01.cu.o: in function `X':\n"
+               "test_d01.cu:(.text+0x1): undefined reference to `d01::spin(long, float*)'\n"
+               "collect2: error: ld returned 1 exit status\n")
+        f = build.parse_failure(log)
+        self.assertEqual((f.kind, f.undefined), ("link", ["d01::spin(long, float*)"]))
+        with tempfile.TemporaryDirectory() as d:
+            header = os.path.join(d, "lab.h")
+            with open(header, "w") as h:
+                h.write("namespace d01 {\n// Spins.\nvoid spin(std::int64_t n,\n          float* out);\n}\n")
+            self.assertEqual(build.declaration_in(header, "d01::spin(long, float*)"),
+                             "lab.h:3: void spin(std::int64_t n, float* out);")
+
+
+class SassTest(unittest.TestCase):
+    SASS = textwrap.dedent("""\
+        Fatbin elf code:
+        ================
+        arch = sm_90
+            Function : _Z4copyPKfPfl
+            /*0000*/  LDG.E.128 R4, desc[UR4][R2.64] ;
+            /*0010*/  STG.E.128 desc[UR4][R6.64], R4 ;
+            Function : _Z6scalarPKfPfl
+            /*0000*/  LDG.E R4, desc[UR4][R2.64] ;
+            /*0010*/  STL [R1], R4 ;
+        """)
+
+    def dis(self):
+        kernels = sass.split_kernels(self.SASS)
+        return sass.Disassembly(kernels, {"_Z4copyPKfPfl": "void copy(float const*, float*, long)",
+                                          "_Z6scalarPKfPfl": "void scalar(float const*, float*, long)"})
+
+    def check(self, **kw):
+        base = dict(name="c", what="move 16 bytes per load", lesson="lesson 2 §4.4",
+                    exercise="VectorizedCopy")
+        base.update(kw)
+        return manifest.SassCheck(**base)
+
+    def test_names_are_shown_as_a_student_writes_them(self):
+        self.assertEqual(sass.short_name("void d02::k<float, 4>(float const*, float*, long)"),
+                         "d02::k<float, 4>")
+        self.assertEqual(sass.normalise("k<float, (int)4, (bool)1>"), "k<float, 4, true>")
+
+    def test_a_required_instruction_that_is_missing_is_a_sentence(self):
+        r = sass.run_check(self.check(kernel="scalar", require=["LDG\\.E\\.128"]), self.dis(), "lab")
+        self.assertFalse(r.ok)
+        self.assertIn("your scalar must move 16 bytes per load, but it has no instruction "
+                      "matching LDG.E.128 (on sm_90)", r.problems[0])
+        ok = sass.run_check(self.check(kernel="copy", require=["LDG\\.E\\.128"]), self.dis(), "lab")
+        self.assertTrue(ok.ok)
+
+    def test_a_forbidden_instruction_is_quoted(self):
+        r = sass.run_check(self.check(kernel=".*", forbid=["LDL|STL"], what="keep values in "
+                                      "registers"), self.dis(), "lab")
+        self.assertFalse(r.ok)
+        self.assertIn("scalar must keep values in registers, but it has 1 instruction(s) "
+                      "matching LDL|STL, e.g. `STL [R1], R4`", r.problems[0])
+
+    def test_a_renamed_kernel_is_named(self):
+        r = sass.run_check(self.check(kernel="vectorized"), self.dis(), "lab")
+        self.assertIn("no kernel's name matches /vectorized/", r.problems[0])
+
+
+class HintsTest(unittest.TestCase):
+    def test_the_format(self):
+        text = "# Hints\n\n## VectorAdd\n\n1. First,\n   continued.\n\n2. Second.\n\n## Saxpy\n1. Only.\n"
+        self.assertEqual(hints.parse(text), {"VectorAdd": ["First, continued.", "Second."],
+                                             "Saxpy": ["Only."]})
+        with self.assertRaisesRegex(hints.HintsError, "numbered 2"):
+            hints.parse("## A\n1. x\n\n3. y\n")
+        with self.assertRaisesRegex(hints.HintsError, "before the first"):
+            hints.parse("1. x\n")
+
+    def test_every_lab_has_hints_for_every_exercise(self):
+        for lab_dir in sorted(os.listdir(os.path.join(ROOT, "labs"))):
+            cmake = os.path.join(ROOT, "labs", lab_dir, "CMakeLists.txt")
+            if not os.path.exists(cmake):
+                continue
+            text = open(cmake).read()
+            block = text.split("EXERCISES", 1)[1]
+            exercises = []
+            for word in block.replace("\n", " ").split():
+                if word.isupper() or word.startswith(("#", ")")) or not word[0].isupper():
+                    break
+                exercises.append(word.rstrip(")"))
+            parsed = hints.load(os.path.join(ROOT, "labs", lab_dir, "hints.md"))
+            self.assertEqual(list(parsed), exercises, lab_dir)
+            for exercise, items in parsed.items():
+                self.assertGreaterEqual(len(items), 2, f"{lab_dir} {exercise}")
+
+    def test_hints_are_revealed_one_at_a_time(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(hints.reveal_next(d, "d01", "VectorAdd", 3), 1)
+            self.assertEqual(hints.reveal_next(d, "d01", "VectorAdd", 3), 2)
+            self.assertEqual(hints.reveal_next(d, "d01", "Saxpy", 3), 1)
+            self.assertEqual(hints.reveal_next(d, "d01", "VectorAdd", 2), 2)  # no further
+            with open(hints.state_path(d), "w") as f:
+                f.write("{broken")
+            self.assertEqual(hints.revealed(d), {})  # a broken file forgets, and no more
+
+
+class ResetTest(unittest.TestCase):
+    def git(self, *args):
+        subprocess.run(["git", "-C", self.repo, *args], check=True, capture_output=True)
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.repo = self.tmp.name
+        self.git("init", "-q")
+        self.git("config", "user.email", "t@example.com")
+        self.git("config", "user.name", "t")
+        os.makedirs(os.path.join(self.repo, "labs", "d01_x"))
+        self.path = os.path.join(self.repo, "labs", "d01_x", "kernel.cu")
+        self.starter = "// TODO(d01.1): add\n// TODO(d01.2): scale\n"
+        with open(self.path, "w") as f:
+            f.write(self.starter)
+        self.git("add", ".")
+        self.git("commit", "-qm", "starter")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_reset_restores_the_starter_and_keeps_a_backup(self):
+        with open(self.path, "w") as f:
+            f.write("// my work\n")
+        backup, origin = starter.reset(self.repo, "labs/d01_x/kernel.cu", "d01")
+        self.assertEqual(open(self.path).read(), self.starter)
+        self.assertEqual(open(backup).read(), "// my work\n")
+        self.assertIn("git commit", origin)
+
+    def test_committed_work_is_not_mistaken_for_the_starter(self):
+        with open(self.path, "w") as f:
+            f.write("// done 1\n// TODO(d01.2): scale\n")
+        self.git("commit", "-qam", "my work")
+        starter.reset(self.repo, "labs/d01_x/kernel.cu", "d01")
+        self.assertEqual(open(self.path).read(), self.starter)
+
+    def test_not_a_git_checkout_is_a_clear_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaisesRegex(starter.ResetError, "not a git checkout"):
+                starter.find_starter(d, "labs/d01_x/kernel.cu", "d01")
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_help_exits_zero(self):
+        for args in (["--help"], [], ["check", "--help"]):
+            p = run_tool(*args)
+            self.assertEqual(p.returncode, 0, args)
+            self.assertIn("usage", p.stdout.lower())
+        self.assertNotIn("_run", run_tool("--help").stdout)
+
+    def test_no_build_says_what_to_do(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = run_tool("--build-dir", d, "list")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("scripts/setup.sh", p.stderr)
+
+    @unittest.skipUnless(BUILD, "needs COURSE_BUILD_DIR")
+    def test_list_and_usage_errors_on_the_build(self):
+        p = run_tool("--build-dir", BUILD, "list")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("d01", p.stdout)
+        p = run_tool("--build-dir", BUILD, "check", "d99")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("is not a day of this course", p.stderr)
+        p = run_tool("--build-dir", BUILD, "frobnicate")
+        self.assertEqual(p.returncode, 2)
+
+    @unittest.skipUnless(BUILD, "needs COURSE_BUILD_DIR")
+    def test_hint_reveals_one_more_each_time(self):
+        with tempfile.TemporaryDirectory() as d:
+            m = manifest.load(BUILD)
+            doc = manifest.to_json(m)
+            doc["binary_dir"] = d
+            path = os.path.join(d, "course_manifest.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            first = run_tool("--build-dir", d, "hint", "d01", "VectorAdd")
+            second = run_tool("--build-dir", d, "hint", "d01", "1")
+            self.assertEqual(first.returncode, 0, first.stderr)
+            self.assertIn("hint 1 of", first.stdout)
+            self.assertIn("hint 2 of", second.stdout)
+            self.assertIn("new hint 2:", second.stdout)
+            bad = run_tool("--build-dir", d, "hint", "d01", "Nonsense")
+            self.assertEqual(bad.returncode, 2)
+
+
+class SummaryTest(unittest.TestCase):
+    def test_the_line_after_ctest_counts_cases_and_says_why_they_skipped(self):
+        with tempfile.TemporaryDirectory() as d:
+            folder = os.path.join(d, "Testing", "Temporary")
+            os.makedirs(folder)
+            with open(os.path.join(folder, "LastTest.log.tmp"), "w") as f:
+                f.write("1/2 Testing: d01.lab.run\nOutput:\n---\nok\n<end of output>\n"
+                        "Test Passed.\n2/2 Testing: d01.lab.A.a\nOutput:\n---\n"
+                        "d01.lab.A.a: skipped\nno GPU here: no driver\n<end of output>\n"
+                        "Test Passed.\n")
+            out = io.StringIO()
+            with redirect_stdout(out):
+                rc = cli.main(["_ctest-summary", "--build-dir", d])
+        self.assertEqual(rc, 0)
+        self.assertIn("0 passed, 0 failed, 1 skipped: 1 because no GPU here: no driver",
+                      out.getvalue())
+        self.assertIn("every test was SKIPPED", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
