@@ -16,11 +16,12 @@ must lie in one of these:
      There the solution may have code the starter lacks (what the student writes) and the
      comments may differ (the starter says what to write, the solution why it works). The
      starter's own code (placeholders such as `return 0.0f;`) must lie below a TODO comment:
-     among the lines that differ with it, or anywhere in the declaration under a TODO comment
-     that starts in column 0. Above the TODO comment only a line that begins a line of the
-     solution may differ (a signature the solution writes on one line with its body).
-  2. An exercise heading: the paragraph that opens a section (its first line is a `// ----` or
-     `// ====` rule) holding a TODO comment. Only its comments may differ.
+     among the lines that differ with it or, for a TODO comment in column 0 (one above a
+     declaration), anywhere below it in the paragraph. Above a TODO comment only a line that
+     begins a line of the solution may differ (a signature the solution writes on one line
+     with its body).
+  2. An exercise heading: a paragraph that opens a section (its first line is a `// ----` or
+     `// ====` rule) right above a TODO block. Only its comments may differ.
   3. A given block: a paragraph whose leading comment says `Given` or `(given)`, code the
      student is handed. Its comments may differ and it may hold code only the starter needs,
      but the solution may not have code there that the starter lacks.
@@ -154,7 +155,7 @@ class Paragraph:
     last: int
     markers: List[int] = field(default_factory=list)  # the lines that hold TODO(dNN.
     given: bool = False  # its leading comment says Given / (given)
-    heading: bool = False  # it opens a section that holds a TODO comment
+    heading: bool = False  # it opens a section, right above a TODO block
 
     @property
     def todo(self) -> bool:
@@ -162,10 +163,11 @@ class Paragraph:
 
 
 def paragraphs_of(lines: Sequence[str], marker: str) -> List[Optional[Paragraph]]:
-    """For every line of the starter, its Paragraph (None for a blank line)."""
+    """For every line of the starter, its Paragraph (None for a blank line and the header)."""
     owner: List[Optional[Paragraph]] = [None] * len(lines)
     ordered: List[Paragraph] = []
-    for i, line in enumerate(lines):
+    for i in range(header_length(lines), len(lines)):
+        line = lines[i]
         if is_blank(line):
             continue
         if i == 0 or owner[i - 1] is None:
@@ -177,11 +179,9 @@ def paragraphs_of(lines: Sequence[str], marker: str) -> List[Optional[Paragraph]
             para.markers.append(i)
         if is_comment(line) and all(not is_code(lines[k]) for k in range(para.first, i)):
             para.given = para.given or bool(GIVEN_PATTERN.search(line.strip()))
-    # A section runs from one rule line to the next; its opening paragraph is its heading.
-    openers = [p for p in ordered if RULE_PATTERN.match(lines[p.first])]
-    for opener, after in zip(openers, openers[1:] + [None]):
-        end = after.first if after is not None else len(lines)
-        opener.heading = any(marker in lines[k] for k in range(opener.first, end))
+    # An exercise's heading opens a section (its first line is a rule) right above a TODO block.
+    for above, below in zip(ordered, ordered[1:]):
+        above.heading = bool(RULE_PATTERN.match(lines[above.first])) and below.todo
     return owner
 
 
@@ -239,7 +239,8 @@ class DayCheck:
             return self.accepts(touched, region)
         # Only the solution has lines here (or the starter only blank ones): they belong to
         # the paragraph just above them or the one just below.
-        neighbours = [self.paragraph_near(region.s_lo - 1, -1), self.paragraph_near(region.s_hi, 1)]
+        neighbours = [self.paragraph_near(region.s_lo - 1, -1),
+                      self.paragraph_near(region.s_hi, 1)]
         return any(p is not None and self.accepts([p], region) for p in neighbours)
 
     def paragraph_near(self, i: int, step: int) -> Optional[Paragraph]:
@@ -300,7 +301,8 @@ def find_days(root: Path) -> Dict[str, str]:
         day = lab.name[:3]
         if not (lab.is_dir() and DAY_PATTERN.match(day) and lab.name[3:4] == "_"):
             continue
-        if (lab / "kernel.cu").is_file() and (root / "solutions" / lab.name / "kernel.cu").is_file():
+        solution = root / "solutions" / lab.name / "kernel.cu"
+        if (lab / "kernel.cu").is_file() and solution.is_file():
             days[day] = lab.name
     return days
 
