@@ -212,6 +212,13 @@ class DriftTest(unittest.TestCase):
         self.assert_drifts(STARTER_TEXT, edit(SOLUTION_TEXT, "// Launchers.",
                                               "// Launchers: they check their arguments."))
 
+    def test_a_heading_that_introduces_no_todo_block_is_compared(self) -> None:
+        heading = "// ------------------------------------------------\n// Launchers.\n"
+        solution = edit(SOLUTION_TEXT, "// Launchers.\n", heading)
+        starter = edit(STARTER_TEXT, "// Launchers.\n",
+                       heading.replace("Launchers.", "Launchers, written for you."))
+        self.assert_drifts(starter, solution)
+
     def test_solution_code_added_to_a_given_block_fails(self) -> None:
         solution = edit(SOLUTION_TEXT, "kBlockThreads; }\n",
                         "kBlockThreads; }\nstd::int64_t waves(std::int64_t n) { return n; }\n")
