@@ -25,8 +25,8 @@ TEST(ReferenceSoftmax, MatchesKnownValues) {
 
 TEST(ReferenceSoftmax, EveryRowSumsToOneAndRowsAreIndependent) {
   const std::vector<double> x = {0.5, -1, 2, 7,  //
-                                 3, 3, 3, 3,     //
-                                 -5, 0, 5, 10};
+                                 3,   3,  3, 3,  //
+                                 -5,  0,  5, 10};
   const auto y = ref::softmax_rows(x, 3, 4);
   for (int r = 0; r < 3; ++r) {
     double sum = 0;

@@ -46,17 +46,18 @@ class DeviceBuffer {
   void upload(const std::vector<T>& host, std::size_t offset = 0) {
     require(offset + host.size() <= size_, "DeviceBuffer::upload: host data does not fit");
     if (!host.empty())
-      COURSE_CUDA_CHECK(cudaMemcpy(data_ + offset, host.data(), host.size() * sizeof(T),
-                                   cudaMemcpyHostToDevice));
+      COURSE_CUDA_CHECK(
+          cudaMemcpy(data_ + offset, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
   // device -> host: count elements starting at offset (all of them by default).
-  std::vector<T> download(std::size_t offset = 0, std::size_t count = static_cast<std::size_t>(-1)) const {
+  std::vector<T> download(std::size_t offset = 0,
+                          std::size_t count = static_cast<std::size_t>(-1)) const {
     if (count == static_cast<std::size_t>(-1)) count = size_ - offset;
     require(offset + count <= size_, "DeviceBuffer::download: range out of bounds");
     std::vector<T> host(count);
     if (count > 0)
-      COURSE_CUDA_CHECK(cudaMemcpy(host.data(), data_ + offset, count * sizeof(T),
-                                   cudaMemcpyDeviceToHost));
+      COURSE_CUDA_CHECK(
+          cudaMemcpy(host.data(), data_ + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
     return host;
   }
   // Fill with DType<T>::poison(): an element the kernel never writes keeps a value that no

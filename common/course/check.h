@@ -68,20 +68,20 @@ inline bool is_aligned(const void* p, std::size_t bytes) {
 
 }  // namespace course
 
-#define COURSE_CUDA_CHECK(expr)                                                   \
-  do {                                                                            \
-    cudaError_t course_err_ = (expr);                                             \
-    if (course_err_ != cudaSuccess)                                               \
-      ::course::throw_cuda_error(course_err_, #expr, __FILE__, __LINE__);         \
+#define COURSE_CUDA_CHECK(expr)                                           \
+  do {                                                                    \
+    cudaError_t course_err_ = (expr);                                     \
+    if (course_err_ != cudaSuccess)                                       \
+      ::course::throw_cuda_error(course_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 // After every kernel launch: reports a bad launch configuration at once and, with
 // COURSE_SYNC_LAUNCHES=1, a fault inside the kernel too.
-#define COURSE_LAUNCH_CHECK()                                                          \
-  do {                                                                                 \
-    cudaError_t course_err_ = cudaGetLastError();                                      \
-    if (course_err_ == cudaSuccess && ::course::sync_after_launch())                   \
-      course_err_ = cudaDeviceSynchronize();                                           \
-    if (course_err_ != cudaSuccess)                                                    \
-      ::course::throw_cuda_error(course_err_, "kernel launch", __FILE__, __LINE__);    \
+#define COURSE_LAUNCH_CHECK()                                                       \
+  do {                                                                              \
+    cudaError_t course_err_ = cudaGetLastError();                                   \
+    if (course_err_ == cudaSuccess && ::course::sync_after_launch())                \
+      course_err_ = cudaDeviceSynchronize();                                        \
+    if (course_err_ != cudaSuccess)                                                 \
+      ::course::throw_cuda_error(course_err_, "kernel launch", __FILE__, __LINE__); \
   } while (0)

@@ -25,12 +25,13 @@ struct CompareOptions {
 
 struct Comparison {
   bool ok = false;
-  double rel_error = 0.0;         // ||got - ref|| / ||ref|| over elements where both are finite
-  std::size_t mismatches = 0;     // elements outside the element tolerance (finite, written)
-  std::size_t unwritten = 0;      // elements that still hold the poison value
-  std::size_t bad_nonfinite = 0;  // NaN/Inf where the reference is finite, or finite where it is not
-  std::int64_t first_bad = -1;    // index of the first failing element, -1 if none
-  std::string message;            // empty when ok
+  double rel_error = 0.0;      // ||got - ref|| / ||ref|| over elements where both are finite
+  std::size_t mismatches = 0;  // elements outside the element tolerance (finite, written)
+  std::size_t unwritten = 0;   // elements that still hold the poison value
+  std::size_t bad_nonfinite =
+      0;                        // NaN/Inf where the reference is finite, or finite where it is not
+  std::int64_t first_bad = -1;  // index of the first failing element, -1 if none
+  std::string message;          // empty when ok
 };
 
 // The type-independent core: got as float64, with a flag for elements still poisoned.

@@ -47,8 +47,17 @@ struct DType<float> {
   // A quiet NaN with a payload no arithmetic produces: "this element was never written".
   static float poison() { return bits_to<float>(0x7fc0dead); }
   static bool is_poison(float v) { return to_bits(v) == 0x7fc0deadu; }
-  static std::uint32_t to_bits(float v) { std::uint32_t b; std::memcpy(&b, &v, 4); return b; }
-  template <class U> static U bits_to(std::uint32_t b) { U v; std::memcpy(&v, &b, 4); return v; }
+  static std::uint32_t to_bits(float v) {
+    std::uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return b;
+  }
+  template <class U>
+  static U bits_to(std::uint32_t b) {
+    U v;
+    std::memcpy(&v, &b, 4);
+    return v;
+  }
 };
 
 template <>
@@ -57,8 +66,17 @@ struct DType<double> {
   static constexpr Tolerance tolerance{1e-12, 1e-10};
   static double to_double(double v) { return v; }
   static double from_double(double v) { return v; }
-  static double poison() { std::uint64_t b = 0x7ff8deaddeaddeadull; double v; std::memcpy(&v, &b, 8); return v; }
-  static bool is_poison(double v) { std::uint64_t b; std::memcpy(&b, &v, 8); return b == 0x7ff8deaddeaddeadull; }
+  static double poison() {
+    std::uint64_t b = 0x7ff8deaddeaddeadull;
+    double v;
+    std::memcpy(&v, &b, 8);
+    return v;
+  }
+  static bool is_poison(double v) {
+    std::uint64_t b;
+    std::memcpy(&b, &v, 8);
+    return b == 0x7ff8deaddeaddeadull;
+  }
 };
 
 template <>
@@ -87,22 +105,45 @@ struct IntDType {
   static constexpr Tolerance tolerance{0.0, 0.0};
   static double to_double(I v) { return static_cast<double>(v); }
   static I from_double(double v) { return static_cast<I>(v); }
-  static I poison() { return static_cast<I>(sizeof(I) == 1 ? 0x5a : sizeof(I) == 2 ? 0x5aa5 : 0x5eadbeef); }
+  static I poison() {
+    return static_cast<I>(sizeof(I) == 1 ? 0x5a : sizeof(I) == 2 ? 0x5aa5 : 0x5eadbeef);
+  }
   static bool is_poison(I v) { return v == poison(); }
 };
-template <> struct DType<std::int32_t> : IntDType<std::int32_t> { static constexpr const char* name = "int32"; };
-template <> struct DType<std::uint32_t> : IntDType<std::uint32_t> { static constexpr const char* name = "uint32"; };
-template <> struct DType<std::int64_t> : IntDType<std::int64_t> { static constexpr const char* name = "int64"; };
-template <> struct DType<std::int8_t> : IntDType<std::int8_t> { static constexpr const char* name = "int8"; };
-template <> struct DType<std::uint8_t> : IntDType<std::uint8_t> { static constexpr const char* name = "uint8"; };
+template <>
+struct DType<std::int32_t> : IntDType<std::int32_t> {
+  static constexpr const char* name = "int32";
+};
+template <>
+struct DType<std::uint32_t> : IntDType<std::uint32_t> {
+  static constexpr const char* name = "uint32";
+};
+template <>
+struct DType<std::int64_t> : IntDType<std::int64_t> {
+  static constexpr const char* name = "int64";
+};
+template <>
+struct DType<std::int8_t> : IntDType<std::int8_t> {
+  static constexpr const char* name = "int8";
+};
+template <>
+struct DType<std::uint8_t> : IntDType<std::uint8_t> {
+  static constexpr const char* name = "uint8";
+};
 
 template <class T>
-double to_double(T v) { return DType<T>::to_double(v); }
+double to_double(T v) {
+  return DType<T>::to_double(v);
+}
 template <class T>
-T from_double(double v) { return DType<T>::from_double(v); }
+T from_double(double v) {
+  return DType<T>::from_double(v);
+}
 
 // Round a float64 value through T: what the GPU sees when the host stores v as a T.
 template <class T>
-double round_through(double v) { return to_double(from_double<T>(v)); }
+double round_through(double v) {
+  return to_double(from_double<T>(v));
+}
 
 }  // namespace course

@@ -30,9 +30,12 @@ inline constexpr ElementType kAllElementTypes[] = {ElementType::kFloat32, Elemen
                                                    ElementType::kBFloat16};
 inline std::string dtype_name(ElementType t) {
   switch (t) {
-    case ElementType::kFloat32: return DType<float>::name;
-    case ElementType::kFloat16: return DType<half>::name;
-    case ElementType::kBFloat16: return DType<bfloat16>::name;
+    case ElementType::kFloat32:
+      return DType<float>::name;
+    case ElementType::kFloat16:
+      return DType<half>::name;
+    case ElementType::kBFloat16:
+      return DType<bfloat16>::name;
   }
   return "?";
 }
@@ -61,21 +64,21 @@ class GpuTest : public ::testing::Test {
 
 }  // namespace course
 
-#define COURSE_SKIP_WITHOUT_GPU()                                             \
-  do {                                                                        \
-    std::string course_why_;                                                  \
-    if (!::course::gpu_available(&course_why_))                               \
-      GTEST_SKIP() << course_why_ << ": this test needs a CUDA GPU";          \
+#define COURSE_SKIP_WITHOUT_GPU()                                    \
+  do {                                                               \
+    std::string course_why_;                                         \
+    if (!::course::gpu_available(&course_why_))                      \
+      GTEST_SKIP() << course_why_ << ": this test needs a CUDA GPU"; \
   } while (0)
 
-#define COURSE_EXPECT_MATCH(got, ref, ...)                                    \
-  do {                                                                        \
+#define COURSE_EXPECT_MATCH(got, ref, ...)                                                   \
+  do {                                                                                       \
     const ::course::Comparison course_cmp_ = ::course::compare((got), (ref), ##__VA_ARGS__); \
-    if (!course_cmp_.ok) ADD_FAILURE() << course_cmp_.message << ::course::seed_hint(); \
+    if (!course_cmp_.ok) ADD_FAILURE() << course_cmp_.message << ::course::seed_hint();      \
   } while (0)
 
-#define COURSE_ASSERT_MATCH(got, ref, ...)                                    \
-  do {                                                                        \
+#define COURSE_ASSERT_MATCH(got, ref, ...)                                                   \
+  do {                                                                                       \
     const ::course::Comparison course_cmp_ = ::course::compare((got), (ref), ##__VA_ARGS__); \
-    if (!course_cmp_.ok) FAIL() << course_cmp_.message << ::course::seed_hint(); \
+    if (!course_cmp_.ok) FAIL() << course_cmp_.message << ::course::seed_hint();             \
   } while (0)

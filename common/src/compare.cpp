@@ -138,15 +138,17 @@ Comparison compare_values(const std::vector<double>& got, const std::vector<bool
       << "large: a precision problem, such as accumulating in a narrow type.";
   }
   // 2. The numbers.
-  m << "\n  relative L2 error " << number(c.rel_error) << " (allowed " << number(tol.norm)
-    << "); " << c.mismatches << " mismatched, " << c.unwritten << " never written, "
-    << c.bad_nonfinite << " NaN/Inf, of " << n << " elements";
+  m << "\n  relative L2 error " << number(c.rel_error) << " (allowed " << number(tol.norm) << "); "
+    << c.mismatches << " mismatched, " << c.unwritten << " never written, " << c.bad_nonfinite
+    << " NaN/Inf, of " << n << " elements";
   if (first >= 0) {
     const auto f = static_cast<std::size_t>(first);
     m << "\n  first bad element " << position(first, options.cols) << ": expected "
-      << number(ref[f]) << ", got " << (poisoned[f] ? std::string("<never written>") : number(got[f]));
+      << number(ref[f]) << ", got "
+      << (poisoned[f] ? std::string("<never written>") : number(got[f]));
   }
-  std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(worst.begin(), worst.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   if (worst.size() > 1) {
     m << "\n  worst elements:";
     for (std::size_t k = 0; k < std::min<std::size_t>(worst.size(), 5); ++k) {

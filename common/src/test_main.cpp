@@ -41,11 +41,21 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -105,9 +115,9 @@ class EventStream : public ::testing::EmptyTestEventListener {
       if (!properties.empty()) properties += ",";
       properties += json_string(p.key()) + ":" + json_string(p.value());
     }
-    emit("{\"event\":\"end\",\"test\":" + json_string(full_name(t)) + ",\"outcome\":\"" +
-         outcome + "\",\"ms\":" + std::to_string(r.elapsed_time()) + ",\"failures\":[" +
-         failures + "],\"skip\":" + json_string(skip) + ",\"properties\":{" + properties + "}}");
+    emit("{\"event\":\"end\",\"test\":" + json_string(full_name(t)) + ",\"outcome\":\"" + outcome +
+         "\",\"ms\":" + std::to_string(r.elapsed_time()) + ",\"failures\":[" + failures +
+         "],\"skip\":" + json_string(skip) + ",\"properties\":{" + properties + "}}");
     std::string what;
     if (check_context_ && context_lost(&what)) {
       emit("{\"event\":\"context_lost\",\"test\":" + json_string(full_name(t)) +

@@ -16,7 +16,8 @@ int main() {
     std::printf("device %d: %s, compute capability %d.%d\n", dev, d.name, d.cc_major, d.cc_minor);
     std::printf("  SMs                        %d\n", d.sm_count);
     std::printf("  warp size                  %d\n", d.warp_size);
-    std::printf("  threads per block / per SM %d / %d\n", d.max_threads_per_block, d.max_threads_per_sm);
+    std::printf("  threads per block / per SM %d / %d\n", d.max_threads_per_block,
+                d.max_threads_per_sm);
     std::printf("  shared memory per block    %zu KiB (%zu KiB opt-in)\n", d.smem_per_block / 1024,
                 d.smem_per_block_optin / 1024);
     std::printf("  shared memory per SM       %zu KiB\n", d.smem_per_sm / 1024);

@@ -38,9 +38,9 @@ DeviceInfo query_device(int device = 0);
 
 // Exercise 4: timing. Each function runs `work` (which launches GPU work and returns at once)
 // and returns milliseconds.
-double time_with_host_clock(const std::function<void()>& work);           // 4a: the trap
-double time_with_host_clock_synced(const std::function<void()>& work);    // 4b
-double time_with_events(const std::function<void()>& work);               // 4c
+double time_with_host_clock(const std::function<void()>& work);         // 4a: the trap
+double time_with_host_clock_synced(const std::function<void()>& work);  // 4b
+double time_with_events(const std::function<void()>& work);             // 4c
 struct TimingStats {
   double median_ms = -1, mean_ms = -1, min_ms = -1, max_ms = -1;
 };

@@ -34,7 +34,8 @@ TEST_P(VectorAdd, MatchesTheReferenceForEverySize) {
   dc.poison();
   d01::vector_add(da.data(), db.data(), dc.data(), GetParam());
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  COURSE_EXPECT_MATCH(dc.download(), course::reference::vector_add(course::as_doubles(a), course::as_doubles(b)));
+  COURSE_EXPECT_MATCH(dc.download(),
+                      course::reference::vector_add(course::as_doubles(a), course::as_doubles(b)));
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, VectorAdd, ::testing::ValuesIn(kSizes),
                          [](const auto& info) { return "n" + std::to_string(info.param); });
@@ -60,7 +61,8 @@ TEST_F(VectorAddBounds, DoesNotWritePastTheEnd) {
 }
 
 TEST_F(VectorAddBounds, AcceptsAnEmptyInputThenAddsOneElement) {
-  // n = 0 must launch nothing: a grid of 0 blocks is a launch error (cudaErrorInvalidConfiguration).
+  // n = 0 must launch nothing: a grid of 0 blocks is a launch error
+  // (cudaErrorInvalidConfiguration).
   const auto a = course::random_uniform<float>(1, course::seed_for(6));
   const auto b = course::random_uniform<float>(1, course::seed_for(7));
   DeviceBuffer<float> da(a), db(b), dc(1);
@@ -103,7 +105,8 @@ TEST_P(Saxpy, IsCorrectForAnyGrid) {
   ASSERT_NE(std::memcmp(got.data(), y.data(), n * sizeof(float)), 0)
       << "y is exactly as it was: nothing was updated. Did the kernel run, and does it write "
          "y[i] = alpha * x[i] + y[i]? (TODO d01.2)";
-  COURSE_EXPECT_MATCH(got, course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)), options);
+  COURSE_EXPECT_MATCH(
+      got, course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)), options);
 }
 
 std::vector<SaxpyCase> saxpy_cases() {
@@ -116,12 +119,10 @@ std::vector<SaxpyCase> saxpy_cases() {
   cases.push_back({(1 << 22) + 1, 7, 1024});
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(Grids, Saxpy, ::testing::ValuesIn(saxpy_cases()),
-                         [](const auto& info) {
-                           return "n" + std::to_string(info.param.n) + "_grid" +
-                                  std::to_string(info.param.grid_blocks) + "x" +
-                                  std::to_string(info.param.block_threads);
-                         });
+INSTANTIATE_TEST_SUITE_P(Grids, Saxpy, ::testing::ValuesIn(saxpy_cases()), [](const auto& info) {
+  return "n" + std::to_string(info.param.n) + "_grid" + std::to_string(info.param.grid_blocks) +
+         "x" + std::to_string(info.param.block_threads);
+});
 
 class SaxpyBounds : public course::GpuTest {};
 
@@ -137,8 +138,8 @@ TEST_F(SaxpyBounds, AcceptsAnEmptyInputThenUpdatesOneElement) {
       << "n = 0 changed y[0]: with no elements, nothing may be written";
   d01::saxpy(alpha, dx.data(), dy.data(), 1);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  COURSE_EXPECT_MATCH(dy.download(), course::reference::saxpy(alpha, course::as_doubles(x),
-                                                              course::as_doubles(y)));
+  COURSE_EXPECT_MATCH(
+      dy.download(), course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)));
 }
 
 // ---------------------------------------------------------------- Exercise 3: device query
@@ -197,7 +198,9 @@ TEST_F(Timing, HostClockWithoutSyncMeasuresOnlyTheLaunch) {
   EXPECT_GE(ms, 0.0);
   EXPECT_LT(ms, 0.5 * kSpinMs)
       << "A launch returns before the kernel runs, so a host clock without synchronisation "
-         "should see only the launch (microseconds), not the " << kSpinMs << " ms of work. "
+         "should see only the launch (microseconds), not the "
+      << kSpinMs
+      << " ms of work. "
          "Did you synchronise inside time_with_host_clock?";
 }
 
@@ -235,14 +238,13 @@ TEST_F(Timing, RepeatedTrialsWarmUpAndReportTheMedian) {
   };
   const d01::TimingStats s = d01::time_repeated(counted, /*trials=*/9, /*warmup=*/3);
   ASSERT_NE(s.median_ms, -1.0) << "time_repeated is not written yet (TODO d01.4d)";
-  course::report_measured("time_repeated",
-                          "4d time_repeated, 9 trials, one 20x slower: median " +
-                              std::to_string(s.median_ms) + " ms, mean " +
-                              std::to_string(s.mean_ms) + " ms, min " + std::to_string(s.min_ms) +
-                              " ms, max " + std::to_string(s.max_ms) + " ms");
+  course::report_measured("time_repeated", "4d time_repeated, 9 trials, one 20x slower: median " +
+                                               std::to_string(s.median_ms) + " ms, mean " +
+                                               std::to_string(s.mean_ms) + " ms, min " +
+                                               std::to_string(s.min_ms) + " ms, max " +
+                                               std::to_string(s.max_ms) + " ms");
   EXPECT_EQ(calls, 12) << "expected 3 warm-up calls and 9 timed trials";
-  EXPECT_NEAR(s.median_ms, kSpinMs, 0.2 * kSpinMs)
-      << "the median should ignore the one slow trial";
+  EXPECT_NEAR(s.median_ms, kSpinMs, 0.2 * kSpinMs) << "the median should ignore the one slow trial";
   EXPECT_GT(s.mean_ms, s.median_ms + 0.5 * kSpinMs)
       << "the mean includes the slow trial, so it must exceed the median";
   EXPECT_LE(s.min_ms, s.median_ms);

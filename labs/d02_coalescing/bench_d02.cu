@@ -154,8 +154,8 @@ course::Comparison check_add_bias_gelu(const std::vector<T>& got, const std::vec
                                        const std::vector<T>& bias, std::int64_t cols,
                                        bool round_sum) {
   return course::bench::compare_sampled(got, [&](std::size_t i) {
-    const double sum = course::to_double(x[i]) +
-                       course::to_double(bias[i % static_cast<std::size_t>(cols)]);
+    const double sum =
+        course::to_double(x[i]) + course::to_double(bias[i % static_cast<std::size_t>(cols)]);
     return ref::gelu_tanh(round_sum ? course::round_through<T>(sum) : sum);
   });
 }

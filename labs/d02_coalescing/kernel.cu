@@ -65,11 +65,17 @@ __device__ __forceinline__ float to_float(bfloat16 v) { return __bfloat162float(
 template <class T>
 __device__ __forceinline__ T from_float(float v);
 template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ half from_float<half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ half from_float<half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
-__device__ __forceinline__ bfloat16 from_float<bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ bfloat16 from_float<bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 // =============================================================================================
 // Exercise 1 — the coalesced copy (lesson §2).
@@ -348,8 +354,8 @@ void copy_2_vectorized(const T* x, T* y, std::int64_t n, int max_blocks) {
   check_1d("copy_2_vectorized", n, max_blocks);
   if (n == 0) return;
   course::require(x && y, "copy_2_vectorized: null pointer");
-  launch_head_and_body<T>(copy_2_vectorized_kernel<T, 1>, copy_2_vectorized_kernel<T, kVec16<T>>,
-                          x, y, n, max_blocks);
+  launch_head_and_body<T>(copy_2_vectorized_kernel<T, 1>, copy_2_vectorized_kernel<T, kVec16<T>>, x,
+                          y, n, max_blocks);
 }
 
 template <class T>

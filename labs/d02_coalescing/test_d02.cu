@@ -70,9 +70,12 @@ struct Tag {
 template <class F>
 void with_dtype(DType d, F&& f) {
   switch (d) {
-    case DType::kFloat32: return f(Tag<float>{});
-    case DType::kFloat16: return f(Tag<half>{});
-    case DType::kBFloat16: return f(Tag<bfloat16>{});
+    case DType::kFloat32:
+      return f(Tag<float>{});
+    case DType::kFloat16:
+      return f(Tag<half>{});
+    case DType::kBFloat16:
+      return f(Tag<bfloat16>{});
   }
 }
 
@@ -162,9 +165,9 @@ struct Elementwise {
   std::function<void(const T*, T*, std::int64_t, int)> launch;
   double (*reference)(double);  // f of one element, in float64
   course::Tolerance tolerance;
-  double lo, hi;             // the range of the random inputs
-  bool few_narrow = false;   // outputs of fewer than kFewElements: inputs from [kFewLo, kFewHi)
-  std::string detail = "";   // more arguments, for messages: "stride = 8"
+  double lo, hi;            // the range of the random inputs
+  bool few_narrow = false;  // outputs of fewer than kFewElements: inputs from [kFewLo, kFewHi)
+  std::string detail = "";  // more arguments, for messages: "stride = 8"
 };
 
 double identity(double v) { return v; }
@@ -176,11 +179,17 @@ Elementwise<T> coalesced_copy() {
 }
 template <class T>
 Elementwise<T> strided_copy(std::int64_t stride) {
-  return {"copy_1_strided", "TODO(d02.2)",
+  return {"copy_1_strided",
+          "TODO(d02.2)",
           [stride](const T* x, T* y, std::int64_t n, int b) {
             d02::copy_1_strided(x, y, n, stride, b);
           },
-          identity, kExact, -1, 1, false, "stride = " + std::to_string(stride)};
+          identity,
+          kExact,
+          -1,
+          1,
+          false,
+          "stride = " + std::to_string(stride)};
 }
 template <class T>
 Elementwise<T> vectorized_copy() {
@@ -230,8 +239,7 @@ class CoalescedCopy : public course::GpuTest, public ::testing::WithParamInterfa
 TEST_P(CoalescedCopy, CopiesEveryElementExactly) {
   with_dtype(GetParam(), [](auto tag) {
     using T = typename decltype(tag)::type;
-    expect_runs(coalesced_copy<T>(),
-                {Launch{1009}, Launch{(1 << 20) + 3}, Launch{33}, Launch{1}});
+    expect_runs(coalesced_copy<T>(), {Launch{1009}, Launch{(1 << 20) + 3}, Launch{33}, Launch{1}});
   });
 }
 
@@ -241,7 +249,8 @@ TEST_P(CoalescedCopy, IsCorrectWhenEveryThreadLoops) {
     expect_runs(coalesced_copy<T>(), {Launch{1009}.blocks(1), Launch{(1 << 20) + 3}.blocks(3)});
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, CoalescedCopy, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, CoalescedCopy, ::testing::ValuesIn(kAllElementTypes),
+                         dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 2: strided copy
 // The tests check that every element is copied, not how: the benchmark (BM_copy_1_strided)
@@ -254,8 +263,8 @@ TEST_P(StridedCopy, CopiesEveryElementForEveryStride) {
     // n, stride: stride 1 (the coalesced copy), strides that divide n and strides that leave a
     // short last row, a stride of one 32-byte sector or more, and strides of n and more.
     const std::pair<std::int64_t, std::int64_t> cases[] = {
-        {1, 1},    {1009, 1},  {1009, 2},   {1009, 8},     {1009, 33},         {4096, 32},
-        {4096, 7}, {1000, 1000}, {10, 4000}, {(1 << 20) + 3, 64}};
+        {1, 1},     {1009, 1}, {1009, 2},    {1009, 8},  {1009, 33},
+        {4096, 32}, {4096, 7}, {1000, 1000}, {10, 4000}, {(1 << 20) + 3, 64}};
     for (const auto& [n, stride] : cases)
       if (!expect_run(strided_copy<T>(stride), Launch{n})) return;
   });
@@ -268,7 +277,8 @@ TEST_P(StridedCopy, IsCorrectWhenEveryThreadLoops) {
     expect_run(strided_copy<T>(32), Launch{(1 << 20) + 3}.blocks(3));
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, StridedCopy, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, StridedCopy, ::testing::ValuesIn(kAllElementTypes),
+                         dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 3: the vector type
 class VectorType : public ::testing::TestWithParam<DType> {};
@@ -321,7 +331,8 @@ TEST_P(VectorTypeOnGpu, LoadsAndStoresWholeVectors) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, VectorType, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, VectorType, ::testing::ValuesIn(kAllElementTypes),
+                         dtype_param_name);
 INSTANTIATE_TEST_SUITE_P(DTypes, VectorTypeOnGpu, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
@@ -369,9 +380,8 @@ TEST_P(VectorizedCopy, HandlesPointersMisalignedByDifferentAmounts) {
 TEST_P(VectorizedCopy, DoesNotWritePastTheEnd) {
   with_dtype(GetParam(), [](auto tag) {
     using T = typename decltype(tag)::type;
-    expect_runs(vectorized_copy<T>(),
-                {Launch{4095}, Launch{4097}, Launch{17}, Launch{15}, Launch{9}, Launch{5},
-                 Launch{3}});
+    expect_runs(vectorized_copy<T>(), {Launch{4095}, Launch{4097}, Launch{17}, Launch{15},
+                                       Launch{9}, Launch{5}, Launch{3}});
   });
 }
 
@@ -438,8 +448,7 @@ struct Shape {
   std::string text(const char* cols_name = "cols") const {
     std::ostringstream s;
     s << "rows = " << rows << ", " << cols_name << " = " << cols;
-    if (offset_elements)
-      s << ", every pointer + " << offset_elements << " (not 16-byte aligned)";
+    if (offset_elements) s << ", every pointer + " << offset_elements << " (not 16-byte aligned)";
     if (max_blocks) s << ", max_blocks = " << max_blocks;
     return s.str();
   }
@@ -563,8 +572,8 @@ class AddBiasGeluFused : public course::GpuTest, public ::testing::WithParamInte
 TEST_P(AddBiasGeluFused, MatchesTheReferenceForEveryShape) {
   with_dtype(GetParam(), [](auto tag) {
     using T = typename decltype(tag)::type;
-    expect_add_bias_gelu<T>({Shape{1, 1}, Shape{1, 7}, Shape{7, 1}, Shape{5, 1009},
-                             Shape{33, 1000}, Shape{1000, 24}, Shape{64, 4096}, Shape{257, 4099}},
+    expect_add_bias_gelu<T>({Shape{1, 1}, Shape{1, 7}, Shape{7, 1}, Shape{5, 1009}, Shape{33, 1000},
+                             Shape{1000, 24}, Shape{64, 4096}, Shape{257, 4099}},
                             /*fused=*/true);
   });
 }
@@ -629,6 +638,7 @@ TEST_P(SiluAndMul, IsCorrectWhenEveryThreadLoops) {
       if (!expect_silu_and_mul<T>(s)) return;
   });
 }
-INSTANTIATE_TEST_SUITE_P(DTypes, SiluAndMul, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(DTypes, SiluAndMul, ::testing::ValuesIn(kAllElementTypes),
+                         dtype_param_name);
 
 }  // namespace

@@ -62,20 +62,28 @@ double sfu_peak_per_second() {
 // Inputs where each function is finite and well conditioned.
 std::vector<float> math_inputs(MathFn f, std::size_t n) {
   switch (f) {
-    case MathFn::kExp2: return course::random_uniform<float>(n, 51, -20.0, 20.0);
-    case MathFn::kLog2: return course::random_uniform<float>(n, 52, 0.5, 1000.0);
-    case MathFn::kRsqrt: return course::random_uniform<float>(n, 53, 0.5, 1000.0);
-    case MathFn::kTanh: return course::random_uniform<float>(n, 54, -4.0, 4.0);
+    case MathFn::kExp2:
+      return course::random_uniform<float>(n, 51, -20.0, 20.0);
+    case MathFn::kLog2:
+      return course::random_uniform<float>(n, 52, 0.5, 1000.0);
+    case MathFn::kRsqrt:
+      return course::random_uniform<float>(n, 53, 0.5, 1000.0);
+    case MathFn::kTanh:
+      return course::random_uniform<float>(n, 54, -4.0, 4.0);
   }
   return {};
 }
 
 double exact(MathFn f, double v) {
   switch (f) {
-    case MathFn::kExp2: return ref::exp2(v);
-    case MathFn::kLog2: return ref::log2(v);
-    case MathFn::kRsqrt: return ref::rsqrt(v);
-    case MathFn::kTanh: return ref::tanh(v);
+    case MathFn::kExp2:
+      return ref::exp2(v);
+    case MathFn::kLog2:
+      return ref::log2(v);
+    case MathFn::kRsqrt:
+      return ref::rsqrt(v);
+    case MathFn::kTanh:
+      return ref::tanh(v);
   }
   return 0.0;
 }
@@ -165,9 +173,9 @@ void BM_segment_sum(benchmark::State& state) {
   const auto check = course::bench::compare_sampled(
       out.download(), [&](std::size_t s) { return segment_ref(x, s, 0.0, kPlus); });
   if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d03::segment_sum(dx.data(), out.data(), n); },
-                         {4.0 * static_cast<double>(n + static_cast<std::int64_t>(segments)),
-                          static_cast<double>(n)});
+  course::bench::measure(
+      state, [&] { d03::segment_sum(dx.data(), out.data(), n); },
+      {4.0 * static_cast<double>(n + static_cast<std::int64_t>(segments)), static_cast<double>(n)});
 }
 BENCHMARK(BM_segment_sum)->Apply(course::bench::configure)->Arg(kLarge);
 
@@ -231,9 +239,9 @@ void BM_segment_sum_f64(benchmark::State& state) {
   const auto check = course::bench::compare_sampled(
       out.download(), [&](std::size_t s) { return segment_ref(x, s, 0.0, kPlus); });
   if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d03::segment_sum(dx.data(), out.data(), n); },
-                         {8.0 * static_cast<double>(n + static_cast<std::int64_t>(segments)),
-                          static_cast<double>(n)});
+  course::bench::measure(
+      state, [&] { d03::segment_sum(dx.data(), out.data(), n); },
+      {8.0 * static_cast<double>(n + static_cast<std::int64_t>(segments)), static_cast<double>(n)});
 }
 BENCHMARK(BM_segment_sum_f64)->Apply(course::bench::configure)->Arg(kLarge / 2);
 

@@ -19,10 +19,14 @@ enum class MathFn { kExp2, kLog2, kRsqrt, kTanh };
 
 inline const char* math_fn_name(MathFn f) {
   switch (f) {
-    case MathFn::kExp2: return "exp2";
-    case MathFn::kLog2: return "log2";
-    case MathFn::kRsqrt: return "rsqrt";
-    case MathFn::kTanh: return "tanh";
+    case MathFn::kExp2:
+      return "exp2";
+    case MathFn::kLog2:
+      return "log2";
+    case MathFn::kRsqrt:
+      return "rsqrt";
+    case MathFn::kTanh:
+      return "tanh";
   }
   return "?";
 }

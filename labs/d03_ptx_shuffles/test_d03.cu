@@ -149,8 +149,8 @@ std::string element(const std::vector<float>& x, const std::vector<float>& got, 
 // bound" for finite points. Collects every miss into one message.
 struct SpecialCase {
   float x;
-  double expected;       // NaN: the result must be NaN
-  bool exact;            // true: bit-for-bit value (infinities, exact zeros and ones)
+  double expected;  // NaN: the result must be NaN
+  bool exact;       // true: bit-for-bit value (infinities, exact zeros and ones)
 };
 template <class Within>
 void expect_special_values(const Wrapper& w, const std::vector<SpecialCase>& cases, Within within) {
@@ -194,9 +194,10 @@ TEST_F(PtxExp2, IsWithinTwoUlpOfTheCorrectlyRoundedResult) {
   const auto exact = [](double v) { return ref::exp2(v); };
   const Worst ulp = worst_error(x, got, exact, ref::ulp_distance_f32);
   const Worst rel = worst_error(x, got, exact, ref::relative_error);
-  course::report_measured("ptx_exp2", "ptx_exp2 on " + std::to_string(x.size()) + " inputs in [-126, 128): max " +
-                         std::to_string(ulp.error) + " ulp, max relative error " +
-                         log2_text(rel.error) + " (PTX ISA: 2 ulp)");
+  course::report_measured("ptx_exp2", "ptx_exp2 on " + std::to_string(x.size()) +
+                                          " inputs in [-126, 128): max " +
+                                          std::to_string(ulp.error) + " ulp, max relative error " +
+                                          log2_text(rel.error) + " (PTX ISA: 2 ulp)");
   EXPECT_LE(ulp.error, kEx2MaxUlp)
       << "ptx_exp2 is " << ulp.error << " ulp from the correctly rounded 2^x, more than the 2 ulp "
       << "of ex2.approx.f32: is the instruction ex2.approx.f32, with the result in %0 and x in "
@@ -245,8 +246,9 @@ TEST_F(PtxLog2, MeetsTheDocumentedErrorBound) {
   const auto got_far = run_ptx(kLog2, far);
   const Worst rel = worst_error(far, got_far, exact, ref::relative_error);
   course::report_measured("ptx_log2", "ptx_log2: max absolute error " + log2_text(abs.error) +
-                         " for x in (0.5, 2), max relative error " + log2_text(rel.error) +
-                         " elsewhere (PTX ISA: 2^-22 for both)");
+                                          " for x in (0.5, 2), max relative error " +
+                                          log2_text(rel.error) +
+                                          " elsewhere (PTX ISA: 2^-22 for both)");
   EXPECT_LE(abs.error, kLg2MaxAbsNearOne)
       << "ptx_log2 is off by more than 2^-22 near x = 1: is the instruction lg2.approx.f32?\n  "
       << "worst: " << element(near_one, got_near, abs.at, exact) << course::seed_hint();
@@ -287,8 +289,9 @@ TEST_F(PtxRsqrt, MeetsTheDocumentedErrorBound) {
   const auto got = run_ptx(kRsqrt, x);
   if (!written(kRsqrt, got)) return;
   const Worst rel = worst_error(x, got, exact, ref::relative_error);
-  course::report_measured("ptx_rsqrt", "ptx_rsqrt on " + std::to_string(x.size()) + " inputs in [2^-149, 2^128): " +
-                          "max relative error " + log2_text(rel.error) + " (PTX ISA: 2^-22.9)");
+  course::report_measured("ptx_rsqrt", "ptx_rsqrt on " + std::to_string(x.size()) +
+                                           " inputs in [2^-149, 2^128): " + "max relative error " +
+                                           log2_text(rel.error) + " (PTX ISA: 2^-22.9)");
   EXPECT_LE(rel.error, kRsqrtMaxRel)
       << "ptx_rsqrt's relative error exceeds 2^-22.9: is the instruction rsqrt.approx.f32 (not "
       << "sqrt, not rcp of sqrt)? Subnormal inputs need the form without .ftz.\n  worst: "
@@ -299,9 +302,15 @@ TEST_F(PtxRsqrt, HandlesZerosInfinityNegativesAndNaN) {
   const double nan = std::nan("");
   expect_special_values(
       kRsqrt,
-      {{0.0f, kInf, true},   {-0.0f, -kInf, true},  {kInf, 0.0, true},       {-kInf, nan, true},
-       {-1.0f, nan, true},   {kNaN, nan, true},
-       {4.0f, 0.5, false},   {1.0f, 1.0, false},    {3e38f, 1.0 / std::sqrt(3e38), false},
+      {{0.0f, kInf, true},
+       {-0.0f, -kInf, true},
+       {kInf, 0.0, true},
+       {-kInf, nan, true},
+       {-1.0f, nan, true},
+       {kNaN, nan, true},
+       {4.0f, 0.5, false},
+       {1.0f, 1.0, false},
+       {3e38f, 1.0 / std::sqrt(3e38), false},
        {1e-40f, 1.0 / std::sqrt(double(1e-40f)), false}},  // a subnormal input
       [](float g, double e) { return ref::relative_error(g, e) <= kRsqrtMaxRel; });
 }
@@ -318,8 +327,9 @@ TEST_F(PtxTanh, MeetsTheDocumentedErrorBound) {
   const auto got = run_ptx(kTanh, x);
   if (!written(kTanh, got)) return;
   const Worst rel = worst_error(x, got, exact, ref::relative_error);
-  course::report_measured("ptx_tanh", "ptx_tanh on " + std::to_string(x.size()) + " inputs: max relative error " +
-                         log2_text(rel.error) + " (PTX ISA: 2^-10.987)");
+  course::report_measured("ptx_tanh", "ptx_tanh on " + std::to_string(x.size()) +
+                                          " inputs: max relative error " + log2_text(rel.error) +
+                                          " (PTX ISA: 2^-10.987)");
   EXPECT_LE(rel.error, kTanhApproxTolerance)
       << "ptx_tanh's relative error exceeds 2^-10.987: is the instruction tanh.approx.f32?\n  "
       << "worst: " << element(x, got, rel.at, exact) << course::seed_hint();
@@ -329,10 +339,17 @@ TEST_F(PtxTanh, SaturatesAtInfinityAndKeepsNaN) {
   const double nan = std::nan("");
   expect_special_values(
       kTanh,
-      {{kInf, 1.0, true},    {-kInf, -1.0, true},   {0.0f, 0.0, true},       {-0.0f, 0.0, true},
+      {{kInf, 1.0, true},
+       {-kInf, -1.0, true},
+       {0.0f, 0.0, true},
+       {-0.0f, 0.0, true},
        {kNaN, nan, true},
-       {0.5f, std::tanh(0.5), false},               {-2.0f, std::tanh(-2.0), false},
-       {20.0f, 1.0, false},  {-20.0f, -1.0, false}, {1e30f, 1.0, false},     {-3e38f, -1.0, false},
+       {0.5f, std::tanh(0.5), false},
+       {-2.0f, std::tanh(-2.0), false},
+       {20.0f, 1.0, false},
+       {-20.0f, -1.0, false},
+       {1e30f, 1.0, false},
+       {-3e38f, -1.0, false},
        {1e-6f, std::tanh(double(1e-6f)), false}},
       [](float g, double e) { return ref::relative_error(g, e) <= kTanhApproxTolerance; });
 }
@@ -737,9 +754,9 @@ const char* kGeluWhat = "gelu_fast output (it calls your ptx_tanh: exercise 1d c
 template <class T>
 void expect_every_size_matches() {
   // Sizes below, at and past the vector width (4 floats, 8 halves) and with a tail.
-  for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{7},
-                              std::size_t{8}, std::size_t{33}, std::size_t{4099},
-                              std::size_t{(1 << 20) + 3}}) {
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{7}, std::size_t{8},
+        std::size_t{33}, std::size_t{4099}, std::size_t{(1 << 20) + 3}}) {
     SCOPED_TRACE(std::string(course::DType<T>::name) + ", n = " + std::to_string(n));
     const auto x = course::random_uniform<T>(n, course::seed_for(41 + n), -6.0, 6.0);
     expect_gelu_within_tanh_bound(x, run_gelu_fast(x), kGeluWhat);
@@ -780,8 +797,8 @@ TEST_F(FastGeluExtremes, HandlesLargeMagnitudesZerosInfinityAndNaN) {
   // Large |x|: x^3 overflows float32 to inf, tanh(+-inf) = +-1, and GeLU must come out as x
   // (x > 0) or 0 (x < 0), not NaN. (-inf is left out on purpose: the formula gives
   // -inf * 0 = NaN there, as PyTorch does.)
-  const std::vector<float> x = {1e4f, -1e4f, 1e30f, -1e30f, 1e38f, -1e38f, 65504.0f, -65504.0f,
-                                0.0f,  -0.0f,  1e-30f, -1e-30f, kInf,  kNaN,  3.0f,     -3.0f};
+  const std::vector<float> x = {1e4f, -1e4f, 1e30f,  -1e30f,  1e38f, -1e38f, 65504.0f, -65504.0f,
+                                0.0f, -0.0f, 1e-30f, -1e-30f, kInf,  kNaN,   3.0f,     -3.0f};
   expect_gelu_within_tanh_bound(x, run_gelu_fast(x), "gelu_fast of extreme values");
 }
 
@@ -808,11 +825,11 @@ TEST_F(FastGeluError, IsReportedNextToTheTanhfBaseline) {
     return w;
   };
   course::report_measured("gelu_error", "GeLU on " + std::to_string(n) +
-                           " inputs in [-6, 6): max |error| / "
-                           "(0.5 |x|) = " +
-                           log2_text(worst(fast)) + " with tanh.approx, " +
-                           log2_text(worst(baseline)) +
-                           " with tanhf (bound for tanh.approx: 2^-10.987)");
+                                            " inputs in [-6, 6): max |error| / "
+                                            "(0.5 |x|) = " +
+                                            log2_text(worst(fast)) + " with tanh.approx, " +
+                                            log2_text(worst(baseline)) +
+                                            " with tanhf (bound for tanh.approx: 2^-10.987)");
 }
 
 }  // namespace

@@ -57,8 +57,8 @@ void run_transpose(benchmark::State& state, Launcher<T> launch, bool key) {
         static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), i)]);
   });
   if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { launch(in.data(), out.data(), rows, cols); },
-                         traffic<T>(rows, cols));
+  course::bench::measure(
+      state, [&] { launch(in.data(), out.data(), rows, cols); }, traffic<T>(rows, cols));
   if (key) course::bench::mark_key(state);
 }
 

@@ -79,8 +79,8 @@ void PrintTo(const Shape& s, std::ostream* os) {
 // 64-row tile and 4- or 8-element vectors, and a few that are.
 std::vector<Shape> shapes() {
   const std::pair<std::int64_t, std::int64_t> sides[] = {
-      {1, 1},     {1, 777},  {777, 1},   {32, 32},  {33, 65},
-      {65, 33},   {136, 200}, {1000, 999}, {4097, 31}, {31, 4097}};
+      {1, 1},   {1, 777},   {777, 1},    {32, 32},   {33, 65},
+      {65, 33}, {136, 200}, {1000, 999}, {4097, 31}, {31, 4097}};
   std::vector<Shape> out;
   for (DType d : kAllElementTypes)
     for (const auto& [rows, cols] : sides) out.push_back({d, rows, cols});
@@ -114,10 +114,11 @@ void expect_transpose(Launcher<T> launch, const Variant& v, std::int64_t rows, s
   options.cols = rows;  // the output is [cols, rows]: positions are reported as [row, col] of it
   options.what = std::string("the [") + std::to_string(cols) + ", " + std::to_string(rows) +
                  "] output of " + v.name + " (" + v.todo + ")";
-  COURSE_EXPECT_MATCH(got, course::reference::transpose(course::as_doubles(host_in),
-                                                        static_cast<std::size_t>(rows),
-                                                        static_cast<std::size_t>(cols)),
-                      options);
+  COURSE_EXPECT_MATCH(
+      got,
+      course::reference::transpose(course::as_doubles(host_in), static_cast<std::size_t>(rows),
+                                   static_cast<std::size_t>(cols)),
+      options);
 
   for (std::size_t k = 0; k < kGuard; ++k)
     if (!course::DType<T>::is_poison(all[offset + n + k])) {
@@ -133,9 +134,12 @@ void expect_transpose(Launcher<T> launch, const Variant& v, std::int64_t rows, s
 
 void expect_transpose(const Variant& v, const Shape& s, std::size_t offset = 0) {
   switch (s.dtype) {
-    case DType::kFloat32: return expect_transpose(v.f32, v, s.rows, s.cols, offset);
-    case DType::kFloat16: return expect_transpose(v.f16, v, s.rows, s.cols, offset);
-    case DType::kBFloat16: return expect_transpose(v.bf16, v, s.rows, s.cols, offset);
+    case DType::kFloat32:
+      return expect_transpose(v.f32, v, s.rows, s.cols, offset);
+    case DType::kFloat16:
+      return expect_transpose(v.f16, v, s.rows, s.cols, offset);
+    case DType::kBFloat16:
+      return expect_transpose(v.bf16, v, s.rows, s.cols, offset);
   }
 }
 
@@ -266,8 +270,8 @@ void expect_layout(TileIndex index, const char* name, const char* todo, int rows
             << "-byte aligned: " << a.what << " needs it to be";
         for (int e = 1; e < a.access_bytes / elem_bytes; ++e)
           ASSERT_EQ(index(r, c + e), index(r, c) + e)
-              << name << " does not keep the elements (" << r << ", " << c << ") .. (" << r
-              << ", " << c + a.access_bytes / elem_bytes - 1 << ") side by side: " << a.what
+              << name << " does not keep the elements (" << r << ", " << c << ") .. (" << r << ", "
+              << c + a.access_bytes / elem_bytes - 1 << ") side by side: " << a.what
               << " moves them as one " << a.access_bytes << "-byte vector";
       }
     std::vector<std::int64_t> bytes;
@@ -325,8 +329,8 @@ TEST_P(Transpose4SwizzledLayout, WritesRowsAndReadsColumnsWithoutBankConflicts) 
                           : d == DType::kFloat16 ? &d04::tile_index_4_swizzled<half>
                                                  : &d04::tile_index_4_swizzled<bfloat16>;
   // No padding at all: exactly the 32 x 32 elements of the tile.
-  expect_layout(index, "tile_index_4_swizzled", "TODO d04.4: swizzled_index", 32, 32,
-                elem_bytes(d), 32 * 32, tile32_accesses(elem_bytes(d)));
+  expect_layout(index, "tile_index_4_swizzled", "TODO d04.4: swizzled_index", 32, 32, elem_bytes(d),
+                32 * 32, tile32_accesses(elem_bytes(d)));
 }
 INSTANTIATE_TEST_SUITE_P(DTypes, Transpose4SwizzledLayout, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
@@ -351,7 +355,8 @@ TEST_P(Transpose5VectorizedLayout, StoresChunksAndReadsColumnsWithoutBankConflic
     WarpAccess a{"storing tile rows " + std::to_string(r) + "-" + std::to_string(r + 3) +
                      " as 16-byte chunks (lane l: row " + std::to_string(r) +
                      " + l / 8, chunk l % 8)",
-                 {}, 16};
+                 {},
+                 16};
     for (int l = 0; l < 32; ++l) a.lanes.emplace_back(r + l / kLanesPerUnit, (l % kChunks) * vec);
     accesses.push_back(a);
   }
@@ -364,7 +369,8 @@ TEST_P(Transpose5VectorizedLayout, StoresChunksAndReadsColumnsWithoutBankConflic
                          " (lane l: column " + std::to_string(4 * m) + " + l / 8, row (" +
                          std::to_string(8 * g) + " + l % 8) * " + std::to_string(vec) + " + " +
                          std::to_string(k) + ")",
-                     {}, elem};
+                     {},
+                     elem};
         for (int l = 0; l < 32; ++l)
           a.lanes.emplace_back((kLanesPerUnit * g + l % kLanesPerUnit) * vec + k,
                                kUnitsPerWarp * m + l / kLanesPerUnit);

@@ -71,8 +71,8 @@ void bench_softmax(benchmark::State& state, Variant variant) {
     return ref[i - static_cast<std::size_t>(r * cols)];
   };
   constexpr std::size_t kSamples = 1024;  // each sampled row costs a float64 softmax of the row
-  if (!course::bench::verified(
-          state, course::bench::compare_sampled(dy.download(), ref_at, {}, kSamples)))
+  if (!course::bench::verified(state,
+                               course::bench::compare_sampled(dy.download(), ref_at, {}, kSamples)))
     return;
   course::bench::measure(state, run, {2.0 * static_cast<double>(n) * sizeof(T), 0.0});
 }
@@ -147,11 +147,13 @@ void bench_compaction(benchmark::State& state, CompactFn compact) {
   const auto expected = course::reference::compact_greater(course::as_doubles(x), threshold);
   if (count != static_cast<std::int64_t>(expected.size())) {
     state.SkipWithError(("wrong count, not timed: " + std::to_string(count) + " instead of " +
-                         std::to_string(expected.size())).c_str());
+                         std::to_string(expected.size()))
+                            .c_str());
     return;
   }
-  const auto check = course::bench::compare_sampled(
-      dout.download(0, static_cast<std::size_t>(count)), [&](std::size_t i) { return expected[i]; });
+  const auto check =
+      course::bench::compare_sampled(dout.download(0, static_cast<std::size_t>(count)),
+                                     [&](std::size_t i) { return expected[i]; });
   if (!course::bench::verified(state, check)) return;
   course::bench::measure(state, [&] { compact(dx.data(), n, threshold, dout.data()); },
                          {4.0 * static_cast<double>(n + count), 0.0});
@@ -159,7 +161,9 @@ void bench_compaction(benchmark::State& state, CompactFn compact) {
 }
 
 void BM_compact_0_cub(benchmark::State& state) { bench_compaction(state, d05::compact_cub); }
-void BM_compact_1_ballot(benchmark::State& state) { bench_compaction(state, d05::compact_1_ballot); }
+void BM_compact_1_ballot(benchmark::State& state) {
+  bench_compaction(state, d05::compact_1_ballot);
+}
 void BM_compact_2_cooperative_groups(benchmark::State& state) {
   bench_compaction(state, d05::compact_2_cooperative_groups);
 }
@@ -181,24 +185,30 @@ void bench_count_keys(benchmark::State& state, CountFn count_keys) {
   const std::int64_t n = state.range(0);
   const int bins = static_cast<int>(state.range(1));
   const bool all_equal = state.range(2) == 1;
-  const auto keys = all_equal ? std::vector<std::int32_t>(static_cast<std::size_t>(n), bins / 2)
-                              : course::random_uniform<std::int32_t>(static_cast<std::size_t>(n), 7, 0, bins - 1);
+  const auto keys =
+      all_equal ? std::vector<std::int32_t>(static_cast<std::size_t>(n), bins / 2)
+                : course::random_uniform<std::int32_t>(static_cast<std::size_t>(n), 7, 0, bins - 1);
   DeviceBuffer<std::int32_t> dkeys(keys);
   DeviceBuffer<std::uint32_t> counts(static_cast<std::size_t>(bins));
   counts.poison();
   count_keys(dkeys.data(), n, counts.data(), bins);
   course::CompareOptions options;
   options.what = "counts";
-  if (!course::bench::verified(state, course::compare(counts.download(),
-                                                      course::reference::count_keys(keys, static_cast<std::size_t>(bins)),
-                                                      options)))
+  if (!course::bench::verified(
+          state, course::compare(
+                     counts.download(),
+                     course::reference::count_keys(keys, static_cast<std::size_t>(bins)), options)))
     return;
   course::bench::measure(state, [&] { count_keys(dkeys.data(), n, counts.data(), bins); },
                          {4.0 * static_cast<double>(n + bins), 0.0});
 }
 
-void BM_count_keys_0_atomic(benchmark::State& state) { bench_count_keys(state, d05::count_keys_0_atomic); }
-void BM_count_keys_1_match(benchmark::State& state) { bench_count_keys(state, d05::count_keys_1_match); }
+void BM_count_keys_0_atomic(benchmark::State& state) {
+  bench_count_keys(state, d05::count_keys_0_atomic);
+}
+void BM_count_keys_1_match(benchmark::State& state) {
+  bench_count_keys(state, d05::count_keys_1_match);
+}
 void count_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "bins", "all_equal"});
   b->Args({1 << 24, 1024, 1});

@@ -6,10 +6,9 @@
 // 13.0), and the course's no-local-memory check holds every kernel of the solution to zero.
 #include <cuda_runtime.h>
 
-#include <cub/device/device_select.cuh>
-
 #include <cstddef>
 #include <cstdint>
+#include <cub/device/device_select.cuh>
 
 #include "course/buffer.h"
 #include "course/check.h"

@@ -214,7 +214,8 @@ constexpr int kCompactWarps = kCompactThreads / kWarpSize;
 constexpr int kWarpTile = kWarpSize * kCompactRounds;
 constexpr int kBlockTile = kCompactThreads * kCompactRounds;
 constexpr int kScanThreads = 1024;  // the block-offset scan: one block, 32 warps
-static_assert(kBlockTile == kCompactWarps * kWarpTile, "a block's tile is its warps' tiles in a row");
+static_assert(kBlockTile == kCompactWarps * kWarpTile,
+              "a block's tile is its warps' tiles in a row");
 
 // The lanes below this one: bit k set for k < lane (PTX's %lanemask_lt).
 __device__ __forceinline__ unsigned lanes_below(int lane) { return (1u << lane) - 1u; }
@@ -362,8 +363,10 @@ bool use_vectors(const T* x, const T* y, std::int64_t cols) {
 
 template <class T, int kVec, int kElems>
 void launch_warp_registers(const T* x, T* y, std::int64_t rows, int cols) {
-  const auto blocks = static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
-  softmax_1_warp_registers_kernel<T, kVec, kElems><<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
+  const auto blocks =
+      static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
+  softmax_1_warp_registers_kernel<T, kVec, kElems>
+      <<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -374,11 +377,14 @@ void softmax_warp(const T* x, T* y, std::int64_t rows, int cols) {
   if (cols <= kWarpSize * 16) return launch_warp_registers<T, kVec, 16>(x, y, rows, cols);
   if (cols <= kWarpSize * 32) return launch_warp_registers<T, kVec, 32>(x, y, rows, cols);
   if (cols <= kWarpSize * 64) return launch_warp_registers<T, kVec, 64>(x, y, rows, cols);
-  const auto blocks = static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
-  softmax_1_warp_streaming_kernel<T, kVec><<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
+  const auto blocks =
+      static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
+  softmax_1_warp_streaming_kernel<T, kVec>
+      <<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
   COURSE_LAUNCH_CHECK();
 }
-static_assert(kWarpSize * 64 == kWarpRegisterCols, "lab.h's kWarpRegisterCols is the largest bucket");
+static_assert(kWarpSize * 64 == kWarpRegisterCols,
+              "lab.h's kWarpRegisterCols is the largest bucket");
 
 template <class T>
 void softmax_1(const T* x, T* y, std::int64_t rows, std::int64_t cols) {
@@ -411,11 +417,11 @@ void softmax_block(const T* x, T* y, std::int64_t rows, int cols, int threads) {
 template <class T>
 void softmax_2(const T* x, T* y, std::int64_t rows, std::int64_t cols, int block_threads) {
   check_softmax_args("softmax_2_block_per_row", x, y, rows, cols);
-  course::require(block_threads == 0 || (block_threads >= kWarpSize &&
-                                         block_threads <= kBlockMaxThreads &&
-                                         block_threads % kWarpSize == 0),
-                  "softmax_2_block_per_row: block_threads must be 0 (choose) or a multiple of 32 "
-                  "in [32, 1024]");
+  course::require(
+      block_threads == 0 || (block_threads >= kWarpSize && block_threads <= kBlockMaxThreads &&
+                             block_threads % kWarpSize == 0),
+      "softmax_2_block_per_row: block_threads must be 0 (choose) or a multiple of 32 "
+      "in [32, 1024]");
   if (rows == 0 || cols == 0) return;
   int threads = block_threads;
   if (threads == 0) {
@@ -468,10 +474,11 @@ std::int64_t compact(const char* name, CompactionVariant variant, const float* x
       COURSE_LAUNCH_CHECK();
     }
     compact_1_scan_kernel<<<1, kScanThreads>>>(s.block_counts.data(), blocks,
-                                              s.block_offsets.data(), s.total.data());
+                                               s.block_offsets.data(), s.total.data());
     COURSE_LAUNCH_CHECK();
     if (blocks > 0) {
-      compact_1_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(), out);
+      compact_1_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(),
+                                                          out);
       COURSE_LAUNCH_CHECK();
     }
   } else {
@@ -480,10 +487,11 @@ std::int64_t compact(const char* name, CompactionVariant variant, const float* x
       COURSE_LAUNCH_CHECK();
     }
     compact_2_scan_kernel<<<1, kScanThreads>>>(s.block_counts.data(), blocks,
-                                              s.block_offsets.data(), s.total.data());
+                                               s.block_offsets.data(), s.total.data());
     COURSE_LAUNCH_CHECK();
     if (blocks > 0) {
-      compact_2_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(), out);
+      compact_2_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(),
+                                                          out);
       COURSE_LAUNCH_CHECK();
     }
   }
@@ -506,7 +514,8 @@ unsigned count_grid(std::int64_t n) {
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
   COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::int64_t needed = course::ceil_div<std::int64_t>(n, kCountThreads);
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, sms * 8LL)));
+  return static_cast<unsigned>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(needed, sms * 8LL)));
 }
 
 }  // namespace
@@ -549,14 +558,14 @@ std::int64_t compact_2_cooperative_groups(const float* x, std::int64_t n, float 
 void count_keys_0_atomic(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts,
                          int bins) {
   check_count_args("count_keys_0_atomic", keys, n, counts, bins);
-  COURSE_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(bins)));
+  COURSE_CUDA_CHECK(
+      cudaMemsetAsync(counts, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(bins)));
   if (n == 0) return;
   count_keys_0_atomic_kernel<<<count_grid(n), kCountThreads>>>(keys, n, counts, bins);
   COURSE_LAUNCH_CHECK();
 }
 
-void count_keys_1_match(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts,
-                        int bins) {
+void count_keys_1_match(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts, int bins) {
   check_count_args("count_keys_1_match", keys, n, counts, bins);
   // TODO(d05.6b): the kernel adds to counts, so they must start from zero: clear the bins
   // counts with cudaMemsetAsync (in COURSE_CUDA_CHECK) before the launch, on the same stream.

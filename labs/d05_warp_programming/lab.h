@@ -58,10 +58,8 @@ std::int64_t compact_cub(const float* x, std::int64_t n, float threshold, float*
 
 // Exercise 6: warp-aggregated atomics with __match_any_sync: one atomic per distinct key in a
 // warp instead of one per element.
-void count_keys_1_match(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts,
-                        int bins);
+void count_keys_1_match(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts, int bins);
 // Given (not an exercise): one atomicAdd per element, the baseline the benchmark compares with.
-void count_keys_0_atomic(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts,
-                         int bins);
+void count_keys_0_atomic(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts, int bins);
 
 }  // namespace d05

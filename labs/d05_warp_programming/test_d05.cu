@@ -62,19 +62,20 @@ void expect_softmax_matches(Variant variant, const std::vector<T>& x, Shape s,
   options.cols = s.cols;
   options.what = "softmax of a " + shape_name(s) + " " + course::DType<T>::name + " matrix";
   if (misalign) options.what += " (pointers not 16-byte aligned)";
-  if (block_threads) options.what += " with blocks of " + std::to_string(block_threads) + " threads";
-  COURSE_EXPECT_MATCH(dy.download(misalign, x.size()),
-                      course::reference::softmax_rows(course::as_doubles(x),
-                                                      static_cast<std::size_t>(s.rows),
-                                                      static_cast<std::size_t>(s.cols)),
-                      options);
+  if (block_threads)
+    options.what += " with blocks of " + std::to_string(block_threads) + " threads";
+  COURSE_EXPECT_MATCH(
+      dy.download(misalign, x.size()),
+      course::reference::softmax_rows(course::as_doubles(x), static_cast<std::size_t>(s.rows),
+                                      static_cast<std::size_t>(s.cols)),
+      options);
 }
 
 // Logits spread over [-8, 8): the largest entry of a row dominates but does not swamp the rest.
 template <class T>
 std::vector<T> random_logits(Shape s, std::uint64_t salt) {
-  return course::random_uniform<T>(static_cast<std::size_t>(s.rows * s.cols), course::seed_for(salt),
-                                   -8.0, 8.0);
+  return course::random_uniform<T>(static_cast<std::size_t>(s.rows * s.cols),
+                                   course::seed_for(salt), -8.0, 8.0);
 }
 
 template <class T>
@@ -84,9 +85,12 @@ void expect_random_rows_match(Variant variant, Shape s) {
 
 void expect_random_rows_match(Variant variant, Shape s, Dtype d) {
   switch (d) {
-    case Dtype::kFloat32: return expect_random_rows_match<float>(variant, s);
-    case Dtype::kFloat16: return expect_random_rows_match<course::half>(variant, s);
-    case Dtype::kBFloat16: return expect_random_rows_match<course::bfloat16>(variant, s);
+    case Dtype::kFloat32:
+      return expect_random_rows_match<float>(variant, s);
+    case Dtype::kFloat16:
+      return expect_random_rows_match<course::half>(variant, s);
+    case Dtype::kBFloat16:
+      return expect_random_rows_match<course::bfloat16>(variant, s);
   }
 }
 
@@ -114,8 +118,8 @@ std::vector<float> masked_logits(std::int64_t cols) {
   const auto coin = course::random_uniform<int>(n, course::seed_for(5), 0, 2);
   for (std::size_t c = 0; c < n; ++c) {
     if (coin[c] == 0 && c != n / 2) x[c] = -kInf;  // row 0; column n/2 stays finite
-    if (c != 0) x[n + c] = -kInf;                   // row 1
-    if (c != n - 1) x[2 * n + c] = -kInf;           // row 2
+    if (c != 0) x[n + c] = -kInf;                  // row 1
+    if (c != n - 1) x[2 * n + c] = -kInf;          // row 2
   }
   x[3 * n] = -kInf;  // row 3 (for cols = 1 this row is all -inf: NaN, as the reference says)
   x[4 * n - 1] = -kInf;
@@ -138,13 +142,13 @@ std::vector<float> nonfinite_logits(std::int64_t cols) {
 // Exercise 1 (rows in registers, cols <= 2048): one element, below and above one warp's worth,
 // not a multiple of the vector width, the largest register bucket, many short rows (rows not a
 // multiple of the warps per block).
-const Shape kRegisterShapes[] = {{1, 1},    {3, 31},  {7, 33}, {5, 1000},
-                                 {9, 257},  {3, 2048}, {257, 64}};
+const Shape kRegisterShapes[] = {{1, 1},   {3, 31},   {7, 33},  {5, 1000},
+                                 {9, 257}, {3, 2048}, {257, 64}};
 // Exercise 2 (rows longer than a warp's registers): just past the bucket, not a multiple of the
 // vector width, a power of two, long.
 const Shape kLongShapes[] = {{2, 2049}, {4, 4099}, {2, 8192}, {1, 20000}};
 // Exercise 3: all of them, and rows past a block's registers (the streaming path).
-const Shape kBlockShapes[] = {{1, 1},    {3, 31},    {7, 33},     {5, 1000},  {4, 4099},
+const Shape kBlockShapes[] = {{1, 1},    {3, 31},    {7, 33},    {5, 1000},  {4, 4099},
                               {2, 8192}, {1, 20000}, {3, 32768}, {2, 32771}, {1, 100003}};
 
 using ShapeAndDtype = std::tuple<Shape, Dtype>;
@@ -174,10 +178,12 @@ TEST_P(WarpSoftmaxValues, SubtractsTheRowMaxSoHugeLogitsDoNotOverflow) {
   expect_softmax_matches(Variant::kWarpPerRow, huge_logits(GetParam().cols), {3, GetParam().cols});
 }
 TEST_P(WarpSoftmaxValues, TreatsMinusInfinityAsAMaskedEntry) {
-  expect_softmax_matches(Variant::kWarpPerRow, masked_logits(GetParam().cols), {4, GetParam().cols});
+  expect_softmax_matches(Variant::kWarpPerRow, masked_logits(GetParam().cols),
+                         {4, GetParam().cols});
 }
 TEST_P(WarpSoftmaxValues, GivesNaNRowsExactlyWherePyTorchDoes) {
-  expect_softmax_matches(Variant::kWarpPerRow, nonfinite_logits(GetParam().cols), {5, GetParam().cols});
+  expect_softmax_matches(Variant::kWarpPerRow, nonfinite_logits(GetParam().cols),
+                         {5, GetParam().cols});
 }
 TEST_P(WarpSoftmaxValues, WorksWhenPointersAreNotAlignedTo16Bytes) {
   const Shape s = GetParam();
@@ -204,10 +210,12 @@ TEST_P(LongRowWarpSoftmaxValues, SubtractsTheRowMaxSoHugeLogitsDoNotOverflow) {
   expect_softmax_matches(Variant::kWarpPerRow, huge_logits(GetParam().cols), {3, GetParam().cols});
 }
 TEST_P(LongRowWarpSoftmaxValues, TreatsMinusInfinityAsAMaskedEntry) {
-  expect_softmax_matches(Variant::kWarpPerRow, masked_logits(GetParam().cols), {4, GetParam().cols});
+  expect_softmax_matches(Variant::kWarpPerRow, masked_logits(GetParam().cols),
+                         {4, GetParam().cols});
 }
 TEST_P(LongRowWarpSoftmaxValues, GivesNaNRowsExactlyWherePyTorchDoes) {
-  expect_softmax_matches(Variant::kWarpPerRow, nonfinite_logits(GetParam().cols), {5, GetParam().cols});
+  expect_softmax_matches(Variant::kWarpPerRow, nonfinite_logits(GetParam().cols),
+                         {5, GetParam().cols});
 }
 TEST_P(LongRowWarpSoftmaxValues, WorksWhenPointersAreNotAlignedTo16Bytes) {
   const Shape s = GetParam();
@@ -232,10 +240,12 @@ TEST_P(BlockSoftmaxValues, SubtractsTheRowMaxSoHugeLogitsDoNotOverflow) {
   expect_softmax_matches(Variant::kBlockPerRow, huge_logits(GetParam().cols), {3, GetParam().cols});
 }
 TEST_P(BlockSoftmaxValues, TreatsMinusInfinityAsAMaskedEntry) {
-  expect_softmax_matches(Variant::kBlockPerRow, masked_logits(GetParam().cols), {4, GetParam().cols});
+  expect_softmax_matches(Variant::kBlockPerRow, masked_logits(GetParam().cols),
+                         {4, GetParam().cols});
 }
 TEST_P(BlockSoftmaxValues, GivesNaNRowsExactlyWherePyTorchDoes) {
-  expect_softmax_matches(Variant::kBlockPerRow, nonfinite_logits(GetParam().cols), {5, GetParam().cols});
+  expect_softmax_matches(Variant::kBlockPerRow, nonfinite_logits(GetParam().cols),
+                         {5, GetParam().cols});
 }
 TEST_P(BlockSoftmaxValues, WorksWhenPointersAreNotAlignedTo16Bytes) {
   const Shape s = GetParam();
@@ -247,7 +257,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BlockSoftmaxValues, ::testing::ValuesIn(kBlockS
 // Any block size the launcher accepts must work: one warp, a size that is not a power of two,
 // the largest; on rows that fit the block's registers and rows that do not.
 class BlockSoftmaxBlockSizes : public course::GpuTest,
-                               public ::testing::WithParamInterface<std::tuple<int, std::int64_t>> {};
+                               public ::testing::WithParamInterface<std::tuple<int, std::int64_t>> {
+};
 
 TEST_P(BlockSoftmaxBlockSizes, IsCorrectForEveryBlockSize) {
   const auto [threads, cols] = GetParam();
@@ -256,7 +267,8 @@ TEST_P(BlockSoftmaxBlockSizes, IsCorrectForEveryBlockSize) {
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, BlockSoftmaxBlockSizes,
                          ::testing::Combine(::testing::Values(32, 96, 256, 1024),
-                                            ::testing::Values<std::int64_t>(1, 33, 4099, 8192, 40000)),
+                                            ::testing::Values<std::int64_t>(1, 33, 4099, 8192,
+                                                                            40000)),
                          [](const auto& info) {
                            return std::to_string(std::get<0>(info.param)) + "threads_" +
                                   std::to_string(std::get<1>(info.param)) + "cols";
@@ -266,7 +278,9 @@ INSTANTIATE_TEST_SUITE_P(Sizes, BlockSoftmaxBlockSizes,
 // Stream compaction (exercises 4-5)
 
 enum class Keep { kNone, kAll, kHalf };
-std::string keep_name(Keep k) { return k == Keep::kNone ? "KeepNone" : k == Keep::kAll ? "KeepAll" : "KeepHalf"; }
+std::string keep_name(Keep k) {
+  return k == Keep::kNone ? "KeepNone" : k == Keep::kAll ? "KeepAll" : "KeepHalf";
+}
 // Inputs are uniform in [-1, 1): these thresholds keep none, all, about half of them.
 float threshold_for(Keep k) { return k == Keep::kNone ? 2.0f : k == Keep::kAll ? -2.0f : 0.0f; }
 
@@ -280,7 +294,8 @@ void expect_compaction_matches(CompactFn compact, const char* todo, const std::v
   const std::size_t n = x.size();
   DeviceBuffer<float> dx(x), dout(n);
   dout.poison();
-  const std::int64_t count = compact(dx.data(), static_cast<std::int64_t>(n), threshold, dout.data());
+  const std::int64_t count =
+      compact(dx.data(), static_cast<std::int64_t>(n), threshold, dout.data());
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   const auto expected = course::reference::compact_greater(course::as_doubles(x), threshold);
   ASSERT_NE(count, -1) << "the compaction returned -1, the launcher's 'not computed' value: the "
@@ -314,7 +329,8 @@ void expect_compaction_matches(CompactFn compact, const char* todo, const std::v
 const std::int64_t kCompactSizes[] = {0, 1, 31, 33, 4097, 1000003};
 
 // Uniform inputs in [-1, 1) with a threshold that keeps none, all or about half of them.
-void expect_random_compaction_matches(CompactFn compact, const char* todo, std::int64_t n, Keep keep) {
+void expect_random_compaction_matches(CompactFn compact, const char* todo, std::int64_t n,
+                                      Keep keep) {
   const auto x = course::random_uniform<float>(static_cast<std::size_t>(n), course::seed_for(10));
   expect_compaction_matches(compact, todo, x, threshold_for(keep));
 }
@@ -335,11 +351,12 @@ std::string compact_case_name(const ::testing::TestParamInfo<CompactCase>& info)
 std::string size_name(const ::testing::TestParamInfo<std::int64_t>& info) {
   return "n" + std::to_string(info.param);
 }
-const auto kCompactCases = ::testing::Combine(::testing::ValuesIn(kCompactSizes),
-                                              ::testing::Values(Keep::kNone, Keep::kAll, Keep::kHalf));
+const auto kCompactCases = ::testing::Combine(
+    ::testing::ValuesIn(kCompactSizes), ::testing::Values(Keep::kNone, Keep::kAll, Keep::kHalf));
 
 // ---------------------------------------------------------------- Exercise 4
-class BallotCompaction : public course::GpuTest, public ::testing::WithParamInterface<CompactCase> {};
+class BallotCompaction : public course::GpuTest,
+                         public ::testing::WithParamInterface<CompactCase> {};
 
 TEST_P(BallotCompaction, KeepsTheElementsAboveTheThresholdInInputOrder) {
   expect_random_compaction_matches(d05::compact_1_ballot, "TODO(d05.4)", std::get<0>(GetParam()),
@@ -353,7 +370,8 @@ class BallotCompactionOrder : public course::GpuTest,
 TEST_P(BallotCompactionOrder, KeepsInputOrderWhenKeptAndDroppedAlternate) {
   expect_alternating_compaction_matches(d05::compact_1_ballot, "TODO(d05.4)", GetParam());
 }
-INSTANTIATE_TEST_SUITE_P(Sizes, BallotCompactionOrder, ::testing::ValuesIn(kCompactSizes), size_name);
+INSTANTIATE_TEST_SUITE_P(Sizes, BallotCompactionOrder, ::testing::ValuesIn(kCompactSizes),
+                         size_name);
 
 // ---------------------------------------------------------------- Exercise 5
 class CooperativeGroupsCompaction : public course::GpuTest,
@@ -369,10 +387,11 @@ class CooperativeGroupsCompactionOrder : public course::GpuTest,
                                          public ::testing::WithParamInterface<std::int64_t> {};
 
 TEST_P(CooperativeGroupsCompactionOrder, KeepsInputOrderWhenKeptAndDroppedAlternate) {
-  expect_alternating_compaction_matches(d05::compact_2_cooperative_groups, "TODO(d05.5)", GetParam());
+  expect_alternating_compaction_matches(d05::compact_2_cooperative_groups, "TODO(d05.5)",
+                                        GetParam());
 }
-INSTANTIATE_TEST_SUITE_P(Sizes, CooperativeGroupsCompactionOrder, ::testing::ValuesIn(kCompactSizes),
-                         size_name);
+INSTANTIATE_TEST_SUITE_P(Sizes, CooperativeGroupsCompactionOrder,
+                         ::testing::ValuesIn(kCompactSizes), size_name);
 
 // =============================================================================================
 // Counting keys per bucket with __match_any_sync (exercise 6)
@@ -380,10 +399,14 @@ INSTANTIATE_TEST_SUITE_P(Sizes, CooperativeGroupsCompactionOrder, ::testing::Val
 enum class Keys { kUniform, kAllEqual, kSortedRuns, kSomeOutOfRange };
 std::string keys_name(Keys k) {
   switch (k) {
-    case Keys::kUniform: return "UniformKeys";
-    case Keys::kAllEqual: return "AllKeysEqual";
-    case Keys::kSortedRuns: return "SortedRuns";
-    case Keys::kSomeOutOfRange: return "SomeKeysOutOfRange";
+    case Keys::kUniform:
+      return "UniformKeys";
+    case Keys::kAllEqual:
+      return "AllKeysEqual";
+    case Keys::kSortedRuns:
+      return "SortedRuns";
+    case Keys::kSomeOutOfRange:
+      return "SomeKeysOutOfRange";
   }
   return "";
 }
@@ -391,8 +414,10 @@ std::string keys_name(Keys k) {
 std::vector<std::int32_t> make_keys(std::int64_t n, int bins, Keys kind) {
   const auto count = static_cast<std::size_t>(n);
   switch (kind) {
-    case Keys::kUniform: return course::random_uniform<std::int32_t>(count, course::seed_for(11), 0, bins - 1);
-    case Keys::kAllEqual: return std::vector<std::int32_t>(count, bins - 1);
+    case Keys::kUniform:
+      return course::random_uniform<std::int32_t>(count, course::seed_for(11), 0, bins - 1);
+    case Keys::kAllEqual:
+      return std::vector<std::int32_t>(count, bins - 1);
     case Keys::kSortedRuns: {  // long runs of one key: whole warps agree
       std::vector<std::int32_t> k(count);
       for (std::size_t i = 0; i < count; ++i) k[i] = static_cast<std::int32_t>(i * bins / count);
@@ -418,21 +443,24 @@ TEST_P(MatchKeyCounting, CountsEveryKey) {
   course::CompareOptions options;
   options.what = "counts per key (" + std::to_string(n) + " keys, " + std::to_string(bins) +
                  " bins, " + keys_name(kind) + ")";
-  COURSE_EXPECT_MATCH(counts.download(), course::reference::count_keys(keys, static_cast<std::size_t>(bins)),
-                      options);
+  COURSE_EXPECT_MATCH(counts.download(),
+                      course::reference::count_keys(keys, static_cast<std::size_t>(bins)), options);
 }
-INSTANTIATE_TEST_SUITE_P(
-    Keys, MatchKeyCounting,
-    ::testing::Values(CountCase{0, 5, Keys::kUniform}, CountCase{1, 1, Keys::kUniform},
-                      CountCase{33, 2, Keys::kUniform}, CountCase{33, 37, Keys::kAllEqual},
-                      CountCase{1000003, 1, Keys::kAllEqual}, CountCase{1000003, 37, Keys::kUniform},
-                      CountCase{1000003, 1024, Keys::kUniform},
-                      CountCase{1000003, 37, Keys::kSortedRuns},
-                      CountCase{1000003, 1024, Keys::kSomeOutOfRange}),
-    [](const auto& info) {
-      return "n" + std::to_string(std::get<0>(info.param)) + "_bins" +
-             std::to_string(std::get<1>(info.param)) + "_" + keys_name(std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Keys, MatchKeyCounting,
+                         ::testing::Values(CountCase{0, 5, Keys::kUniform},
+                                           CountCase{1, 1, Keys::kUniform},
+                                           CountCase{33, 2, Keys::kUniform},
+                                           CountCase{33, 37, Keys::kAllEqual},
+                                           CountCase{1000003, 1, Keys::kAllEqual},
+                                           CountCase{1000003, 37, Keys::kUniform},
+                                           CountCase{1000003, 1024, Keys::kUniform},
+                                           CountCase{1000003, 37, Keys::kSortedRuns},
+                                           CountCase{1000003, 1024, Keys::kSomeOutOfRange}),
+                         [](const auto& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_bins" +
+                                  std::to_string(std::get<1>(info.param)) + "_" +
+                                  keys_name(std::get<2>(info.param));
+                         });
 
 class MatchKeyCountingTwice : public course::GpuTest {};
 

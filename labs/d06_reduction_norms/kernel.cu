@@ -357,10 +357,14 @@ void with_row_split(std::int64_t hidden, bool vectorize, Launch&& launch) {
     const int v =
         round_up_to_power_of_two(course::ceil_div(static_cast<int>(hidden / N), kThreads));
     switch (v) {
-      case 1: return launch(n, threads, IntConstant<1>{});
-      case 2: return launch(n, threads, IntConstant<2>{});
-      case 4: return launch(n, threads, IntConstant<4>{});
-      default: break;
+      case 1:
+        return launch(n, threads, IntConstant<1>{});
+      case 2:
+        return launch(n, threads, IntConstant<2>{});
+      case 4:
+        return launch(n, threads, IntConstant<4>{});
+      default:
+        break;
     }
     if constexpr (N == 1 && kThreads == kMaxThreads) {
       if (v == 8) return launch(n, threads, IntConstant<8>{});

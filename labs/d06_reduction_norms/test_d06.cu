@@ -49,9 +49,12 @@ const Dtype kDtypes[] = {Dtype::f32, Dtype::f16, Dtype::bf16};
 
 const char* dtype_name(Dtype d) {
   switch (d) {
-    case Dtype::f32: return "f32";
-    case Dtype::f16: return "f16";
-    case Dtype::bf16: return "bf16";
+    case Dtype::f32:
+      return "f32";
+    case Dtype::f16:
+      return "f16";
+    case Dtype::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -60,9 +63,15 @@ const char* dtype_name(Dtype d) {
 template <class F>
 void with_dtype(Dtype d, F&& f) {
   switch (d) {
-    case Dtype::f32: f(float{}); return;
-    case Dtype::f16: f(half{}); return;
-    case Dtype::bf16: f(bfloat16{}); return;
+    case Dtype::f32:
+      f(float{});
+      return;
+    case Dtype::f16:
+      f(half{});
+      return;
+    case Dtype::bf16:
+      f(bfloat16{});
+      return;
   }
 }
 

@@ -59,14 +59,30 @@ __device__ __forceinline__ float ptx_tanh(float x) {
 
 // One type per function, so that each kernel instantiation carries the function's name (and
 // `cuobjdump -sass` shows which instructions each one compiled to: lesson §8).
-struct PtxExp2 { static __device__ float apply(float x) { return ptx_exp2(x); } };
-struct PtxLog2 { static __device__ float apply(float x) { return ptx_log2(x); } };
-struct PtxRsqrt { static __device__ float apply(float x) { return ptx_rsqrt(x); } };
-struct PtxTanh { static __device__ float apply(float x) { return ptx_tanh(x); } };
-struct LibExp2 { static __device__ float apply(float x) { return exp2f(x); } };
-struct LibLog2 { static __device__ float apply(float x) { return log2f(x); } };
-struct LibRsqrt { static __device__ float apply(float x) { return rsqrtf(x); } };
-struct LibTanh { static __device__ float apply(float x) { return tanhf(x); } };
+struct PtxExp2 {
+  static __device__ float apply(float x) { return ptx_exp2(x); }
+};
+struct PtxLog2 {
+  static __device__ float apply(float x) { return ptx_log2(x); }
+};
+struct PtxRsqrt {
+  static __device__ float apply(float x) { return ptx_rsqrt(x); }
+};
+struct PtxTanh {
+  static __device__ float apply(float x) { return ptx_tanh(x); }
+};
+struct LibExp2 {
+  static __device__ float apply(float x) { return exp2f(x); }
+};
+struct LibLog2 {
+  static __device__ float apply(float x) { return log2f(x); }
+};
+struct LibRsqrt {
+  static __device__ float apply(float x) { return rsqrtf(x); }
+};
+struct LibTanh {
+  static __device__ float apply(float x) { return tanhf(x); }
+};
 
 // y[i] = sum over j < terms of F(x[i] + j * kTermStep). Grid-stride loop (Day 1): thread t of the
 // grid handles elements t, t + G, t + 2G, ... With terms = 1 every evaluation costs 8 bytes of
@@ -98,19 +114,22 @@ __global__ void unary_kernel(const float* __restrict__ x, float* __restrict__ y,
 __device__ __forceinline__ std::uint32_t shfl_bfly_b32(std::uint32_t v, int lane_mask) {
   std::uint32_t out;
   asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;"
-               : "=r"(out) : "r"(v), "r"(lane_mask), "r"(kFullMask));
+               : "=r"(out)
+               : "r"(v), "r"(lane_mask), "r"(kFullMask));
   return out;
 }
 __device__ __forceinline__ std::uint32_t shfl_idx_b32(std::uint32_t v, int src_lane) {
   std::uint32_t out;
   asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, %3;"
-               : "=r"(out) : "r"(v), "r"(src_lane), "r"(kFullMask));
+               : "=r"(out)
+               : "r"(v), "r"(src_lane), "r"(kFullMask));
   return out;
 }
 __device__ __forceinline__ std::uint32_t shfl_up_b32(std::uint32_t v, int delta) {
   std::uint32_t out;
   asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, %3;"
-               : "=r"(out) : "r"(v), "r"(delta), "r"(kFullMask));
+               : "=r"(out)
+               : "r"(v), "r"(delta), "r"(kFullMask));
   return out;
 }
 
@@ -358,10 +377,14 @@ void ptx_math(MathFn f, const float* x, float* y, std::int64_t n, int terms) {
   check_math_args("ptx_math", x, y, n, terms);
   if (n == 0) return;
   switch (f) {
-    case MathFn::kExp2: return launch_unary<PtxExp2>(x, y, n, terms);
-    case MathFn::kLog2: return launch_unary<PtxLog2>(x, y, n, terms);
-    case MathFn::kRsqrt: return launch_unary<PtxRsqrt>(x, y, n, terms);
-    case MathFn::kTanh: return launch_unary<PtxTanh>(x, y, n, terms);
+    case MathFn::kExp2:
+      return launch_unary<PtxExp2>(x, y, n, terms);
+    case MathFn::kLog2:
+      return launch_unary<PtxLog2>(x, y, n, terms);
+    case MathFn::kRsqrt:
+      return launch_unary<PtxRsqrt>(x, y, n, terms);
+    case MathFn::kTanh:
+      return launch_unary<PtxTanh>(x, y, n, terms);
   }
   course::require(false, "ptx_math: unknown function");
 }
@@ -370,10 +393,14 @@ void library_math(MathFn f, const float* x, float* y, std::int64_t n, int terms)
   check_math_args("library_math", x, y, n, terms);
   if (n == 0) return;
   switch (f) {
-    case MathFn::kExp2: return launch_unary<LibExp2>(x, y, n, terms);
-    case MathFn::kLog2: return launch_unary<LibLog2>(x, y, n, terms);
-    case MathFn::kRsqrt: return launch_unary<LibRsqrt>(x, y, n, terms);
-    case MathFn::kTanh: return launch_unary<LibTanh>(x, y, n, terms);
+    case MathFn::kExp2:
+      return launch_unary<LibExp2>(x, y, n, terms);
+    case MathFn::kLog2:
+      return launch_unary<LibLog2>(x, y, n, terms);
+    case MathFn::kRsqrt:
+      return launch_unary<LibRsqrt>(x, y, n, terms);
+    case MathFn::kTanh:
+      return launch_unary<LibTanh>(x, y, n, terms);
   }
   course::require(false, "library_math: unknown function");
 }

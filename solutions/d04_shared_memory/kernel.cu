@@ -49,7 +49,7 @@ template <class T>
 constexpr int kPad = kBankBytes / static_cast<int>(sizeof(T));  // 1 float, 2 halves
 template <class T>
 __host__ __device__ constexpr int padded_index(int row, int col) {
-  return row * (kTile + kPad<T>) + col;
+  return row * (kTile + kPad<T>)+col;
 }
 
 // Variant 4: no padding; column `col` of row `row` is stored at column col ^ row. Within a row,
@@ -169,15 +169,15 @@ template <class T>
 constexpr int kVec = course::kVec16<T>;  // 4 floats, 8 halves or bfloat16s
 constexpr int kChunks = 8;
 template <class T>
-constexpr int kTileCols5 = kChunks * kVec<T>;
+constexpr int kTileCols5 = kChunks* kVec<T>;
 constexpr int kTileRows5 = 64;
 constexpr int kThreads5 = 256;
 // 8 blocks of 256 threads fill an SM's 2048 threads: asking for them in __launch_bounds__ caps
 // the registers at 32 per thread (65,536 / 2048), so that registers do not limit occupancy.
 constexpr int kMinBlocksPerSm5 = 8;
 constexpr int kWarp = 32;
-constexpr int kRowsPerPass5 = kThreads5 / kChunks;   // 8 lanes per 128-byte row: 32 rows a pass
-constexpr int kUnitsPerWarp = kWarp / kChunks;       // 4 groups of 8 lanes in a warp
+constexpr int kRowsPerPass5 = kThreads5 / kChunks;  // 8 lanes per 128-byte row: 32 rows a pass
+constexpr int kUnitsPerWarp = kWarp / kChunks;      // 4 groups of 8 lanes in a warp
 static_assert(kChunks * 16 == kBanks * kBankBytes, "a tile row must cover every bank once");
 static_assert(kTileRows5 % kRowsPerPass5 == 0, "the passes must cover the tile");
 static_assert(kUnitsPerWarp * kChunks == kWarp, "a warp must hold whole units of 8 lanes");
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocksPerSm5)
                                   std::int64_t cols) {
   constexpr int V = kVec<T>;
   constexpr int kGroups = kTileRows5 / (kChunks * V);  // 128-byte segments per output row: 2 or 1
-  constexpr int kUnits = kTileCols5<T> * kGroups;       // 64 units of 8 lanes
+  constexpr int kUnits = kTileCols5<T> * kGroups;      // 64 units of 8 lanes
   static_assert(kUnits % kRowsPerPass5 == 0, "the store passes must cover the tile");
   __shared__ Vec<T, V> tile[kTileRows5][kChunks];
   const int t = threadIdx.x;

@@ -205,7 +205,8 @@ __device__ __forceinline__ float block_max(float v, float* partials) {
   v = course::warp_max(v);
   if (lane == 0) partials[warp] = v;
   __syncthreads();
-  return course::warp_max(lane < static_cast<int>(blockDim.x) / kWarpSize ? partials[lane] : kMinusInf);
+  return course::warp_max(lane < static_cast<int>(blockDim.x) / kWarpSize ? partials[lane]
+                                                                          : kMinusInf);
 }
 
 __device__ __forceinline__ float block_sum(float v, float* partials) {
@@ -300,7 +301,8 @@ constexpr int kCompactWarps = kCompactThreads / kWarpSize;
 constexpr int kWarpTile = kWarpSize * kCompactRounds;
 constexpr int kBlockTile = kCompactThreads * kCompactRounds;
 constexpr int kScanThreads = 1024;  // the block-offset scan: one block, 32 warps
-static_assert(kBlockTile == kCompactWarps * kWarpTile, "a block's tile is its warps' tiles in a row");
+static_assert(kBlockTile == kCompactWarps * kWarpTile,
+              "a block's tile is its warps' tiles in a row");
 
 // The lanes below this one: bit k set for k < lane (PTX's %lanemask_lt).
 __device__ __forceinline__ unsigned lanes_below(int lane) { return (1u << lane) - 1u; }
@@ -437,7 +439,8 @@ __global__ __launch_bounds__(kScanThreads) void compact_2_scan_kernel(
     const std::int64_t inclusive = cg::inclusive_scan(warp, count);
     if (warp.thread_rank() == kWarpSize - 1) warp_sums[w] = inclusive;
     block.sync();
-    if (w == 0) warp_sums[warp.thread_rank()] = cg::inclusive_scan(warp, warp_sums[warp.thread_rank()]);
+    if (w == 0)
+      warp_sums[warp.thread_rank()] = cg::inclusive_scan(warp, warp_sums[warp.thread_rank()]);
     block.sync();
     const std::int64_t before_warp = w > 0 ? warp_sums[w - 1] : 0;
     if (i < blocks) block_offsets[i] = carry + before_warp + inclusive - count;
@@ -475,7 +478,8 @@ __global__ __launch_bounds__(kCompactThreads) void compact_2_scatter_kernel(
   std::int64_t offset = block_offsets[blockIdx.x] + warp.shfl(before, warp.meta_group_rank());
 #pragma unroll
   for (int r = 0; r < kCompactRounds; ++r) {
-    if (kept[r] >> lane & 1u) out[offset + __popc(kept[r] & lanes_below(static_cast<int>(lane)))] = v[r];
+    if (kept[r] >> lane & 1u)
+      out[offset + __popc(kept[r] & lanes_below(static_cast<int>(lane)))] = v[r];
     offset += __popc(kept[r]);
   }
 }
@@ -513,7 +517,8 @@ __global__ __launch_bounds__(kCountThreads) void count_keys_1_match_kernel(
     const std::int32_t key = i < n ? keys[i] : -1;  // lanes past the end join with key -1
     const unsigned peers = __match_any_sync(kFullMask, key);
     const int leader = __ffs(peers) - 1;
-    if (lane == leader && key >= 0 && key < bins) atomicAdd(&counts[key], static_cast<unsigned>(__popc(peers)));
+    if (lane == leader && key >= 0 && key < bins)
+      atomicAdd(&counts[key], static_cast<unsigned>(__popc(peers)));
   }
 }
 
@@ -542,8 +547,10 @@ bool use_vectors(const T* x, const T* y, std::int64_t cols) {
 
 template <class T, int kVec, int kElems>
 void launch_warp_registers(const T* x, T* y, std::int64_t rows, int cols) {
-  const auto blocks = static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
-  softmax_1_warp_registers_kernel<T, kVec, kElems><<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
+  const auto blocks =
+      static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
+  softmax_1_warp_registers_kernel<T, kVec, kElems>
+      <<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -554,11 +561,14 @@ void softmax_warp(const T* x, T* y, std::int64_t rows, int cols) {
   if (cols <= kWarpSize * 16) return launch_warp_registers<T, kVec, 16>(x, y, rows, cols);
   if (cols <= kWarpSize * 32) return launch_warp_registers<T, kVec, 32>(x, y, rows, cols);
   if (cols <= kWarpSize * 64) return launch_warp_registers<T, kVec, 64>(x, y, rows, cols);
-  const auto blocks = static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
-  softmax_1_warp_streaming_kernel<T, kVec><<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
+  const auto blocks =
+      static_cast<unsigned>(course::ceil_div<std::int64_t>(rows, kWarpRowsPerBlock));
+  softmax_1_warp_streaming_kernel<T, kVec>
+      <<<blocks, kWarpRowsPerBlock * kWarpSize>>>(x, y, rows, cols);
   COURSE_LAUNCH_CHECK();
 }
-static_assert(kWarpSize * 64 == kWarpRegisterCols, "lab.h's kWarpRegisterCols is the largest bucket");
+static_assert(kWarpSize * 64 == kWarpRegisterCols,
+              "lab.h's kWarpRegisterCols is the largest bucket");
 
 template <class T>
 void softmax_1(const T* x, T* y, std::int64_t rows, std::int64_t cols) {
@@ -591,11 +601,11 @@ void softmax_block(const T* x, T* y, std::int64_t rows, int cols, int threads) {
 template <class T>
 void softmax_2(const T* x, T* y, std::int64_t rows, std::int64_t cols, int block_threads) {
   check_softmax_args("softmax_2_block_per_row", x, y, rows, cols);
-  course::require(block_threads == 0 || (block_threads >= kWarpSize &&
-                                         block_threads <= kBlockMaxThreads &&
-                                         block_threads % kWarpSize == 0),
-                  "softmax_2_block_per_row: block_threads must be 0 (choose) or a multiple of 32 "
-                  "in [32, 1024]");
+  course::require(
+      block_threads == 0 || (block_threads >= kWarpSize && block_threads <= kBlockMaxThreads &&
+                             block_threads % kWarpSize == 0),
+      "softmax_2_block_per_row: block_threads must be 0 (choose) or a multiple of 32 "
+      "in [32, 1024]");
   if (rows == 0 || cols == 0) return;
   int threads = block_threads;
   if (threads == 0) {
@@ -648,10 +658,11 @@ std::int64_t compact(const char* name, CompactionVariant variant, const float* x
       COURSE_LAUNCH_CHECK();
     }
     compact_1_scan_kernel<<<1, kScanThreads>>>(s.block_counts.data(), blocks,
-                                              s.block_offsets.data(), s.total.data());
+                                               s.block_offsets.data(), s.total.data());
     COURSE_LAUNCH_CHECK();
     if (blocks > 0) {
-      compact_1_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(), out);
+      compact_1_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(),
+                                                          out);
       COURSE_LAUNCH_CHECK();
     }
   } else {
@@ -660,10 +671,11 @@ std::int64_t compact(const char* name, CompactionVariant variant, const float* x
       COURSE_LAUNCH_CHECK();
     }
     compact_2_scan_kernel<<<1, kScanThreads>>>(s.block_counts.data(), blocks,
-                                              s.block_offsets.data(), s.total.data());
+                                               s.block_offsets.data(), s.total.data());
     COURSE_LAUNCH_CHECK();
     if (blocks > 0) {
-      compact_2_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(), out);
+      compact_2_scatter_kernel<<<grid, kCompactThreads>>>(x, n, threshold, s.block_offsets.data(),
+                                                          out);
       COURSE_LAUNCH_CHECK();
     }
   }
@@ -686,7 +698,8 @@ unsigned count_grid(std::int64_t n) {
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
   COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::int64_t needed = course::ceil_div<std::int64_t>(n, kCountThreads);
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, sms * 8LL)));
+  return static_cast<unsigned>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(needed, sms * 8LL)));
 }
 
 }  // namespace
@@ -729,17 +742,18 @@ std::int64_t compact_2_cooperative_groups(const float* x, std::int64_t n, float 
 void count_keys_0_atomic(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts,
                          int bins) {
   check_count_args("count_keys_0_atomic", keys, n, counts, bins);
-  COURSE_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(bins)));
+  COURSE_CUDA_CHECK(
+      cudaMemsetAsync(counts, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(bins)));
   if (n == 0) return;
   count_keys_0_atomic_kernel<<<count_grid(n), kCountThreads>>>(keys, n, counts, bins);
   COURSE_LAUNCH_CHECK();
 }
 
-void count_keys_1_match(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts,
-                        int bins) {
+void count_keys_1_match(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts, int bins) {
   check_count_args("count_keys_1_match", keys, n, counts, bins);
   // The kernel adds to counts: they start from zero, cleared on the same stream first.
-  COURSE_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(bins)));
+  COURSE_CUDA_CHECK(
+      cudaMemsetAsync(counts, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(bins)));
   if (n == 0) return;
   count_keys_1_match_kernel<<<count_grid(n), kCountThreads>>>(keys, n, counts, bins);
   COURSE_LAUNCH_CHECK();

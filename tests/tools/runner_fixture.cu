@@ -42,9 +42,7 @@ TEST(Fixture, PrintsALot) {
   for (int i = 0; i < 200000; ++i) std::printf("line %d of a lot of output\n", i);
 }
 
-TEST(Fixture, ThrowsCudaError) {
-  COURSE_CUDA_CHECK(cudaErrorInvalidValue);
-}
+TEST(Fixture, ThrowsCudaError) { COURSE_CUDA_CHECK(cudaErrorInvalidValue); }
 
 // Needs a GPU: a kernel writes far outside any allocation; the context is lost.
 TEST(FixtureGpu, LosesTheContext) {

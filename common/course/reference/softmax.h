@@ -49,7 +49,8 @@ inline std::vector<double> softmax_rows(const std::vector<double>& x, std::size_
   if (x.size() != rows * cols)
     throw std::invalid_argument("softmax_rows: x must hold rows * cols values");
   std::vector<double> y(rows * cols);
-  for (std::size_t r = 0; r < rows; ++r) softmax_row(x.data() + r * cols, cols, y.data() + r * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    softmax_row(x.data() + r * cols, cols, y.data() + r * cols);
   return y;
 }
 
