@@ -290,6 +290,8 @@ ${labs}
 ")
   # After every ctest run in this build: one line that says what passed, failed and was
   # skipped, and why (ctest alone says "100% tests passed" when every GPU test was skipped).
+  set(summary "\\\"${Python3_EXECUTABLE}\\\" \\\"${PROJECT_SOURCE_DIR}/tools/bin/course\\\" _ctest-summary --build-dir \\\"${PROJECT_BINARY_DIR}\\\"")
   file(WRITE ${PROJECT_BINARY_DIR}/CTestCustom.cmake
-    "set(CTEST_CUSTOM_POST_TEST \"\\\"${Python3_EXECUTABLE}\\\" \\\"${PROJECT_SOURCE_DIR}/tools/bin/course\\\" _ctest-summary --build-dir \\\"${PROJECT_BINARY_DIR}\\\"\")\n")
+    "set(CTEST_CUSTOM_PRE_TEST \"${summary} --start\")\n"
+    "set(CTEST_CUSTOM_POST_TEST \"${summary}\")\n")
 endfunction()

@@ -27,6 +27,11 @@ FIXTURE = os.environ.get("COURSE_RUNNER_FIXTURE", "")
 TOOL = os.path.join(ROOT, "tools", "bin", "course")
 
 
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def run_tool(*args, env=None):
     return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True,
                           env=env)
@@ -293,7 +298,7 @@ class HintsTest(unittest.TestCase):
             cmake = os.path.join(ROOT, "labs", lab_dir, "CMakeLists.txt")
             if not os.path.exists(cmake):
                 continue
-            text = open(cmake).read()
+            text = read(cmake)
             block = text.split("EXERCISES", 1)[1]
             exercises = []
             for word in block.replace("\n", " ").split():
@@ -341,8 +346,8 @@ class ResetTest(unittest.TestCase):
         with open(self.path, "w") as f:
             f.write("// my work\n")
         backup, origin = starter.reset(self.repo, "labs/d01_x/kernel.cu", "d01")
-        self.assertEqual(open(self.path).read(), self.starter)
-        self.assertEqual(open(backup).read(), "// my work\n")
+        self.assertEqual(read(self.path), self.starter)
+        self.assertEqual(read(backup), "// my work\n")
         self.assertIn("git commit", origin)
 
     def test_committed_work_is_not_mistaken_for_the_starter(self):
@@ -350,7 +355,7 @@ class ResetTest(unittest.TestCase):
             f.write("// done 1\n// TODO(d01.2): scale\n")
         self.git("commit", "-qam", "my work")
         starter.reset(self.repo, "labs/d01_x/kernel.cu", "d01")
-        self.assertEqual(open(self.path).read(), self.starter)
+        self.assertEqual(read(self.path), self.starter)
 
     def test_not_a_git_checkout_is_a_clear_error(self):
         with tempfile.TemporaryDirectory() as d:
@@ -407,6 +412,11 @@ class SummaryTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             folder = os.path.join(d, "Testing", "Temporary")
             os.makedirs(folder)
+            with open(os.path.join(folder, "LastTest.log"), "w") as f:
+                f.write("1/1 Testing: an.earlier.run\nOutput:\n---\nold\n<end of output>\n")
+            os.utime(os.path.join(folder, "LastTest.log"), (1, 1))  # long before this run
+            with redirect_stdout(io.StringIO()):
+                self.assertEqual(cli.main(["_ctest-summary", "--build-dir", d, "--start"]), 0)
             with open(os.path.join(folder, "LastTest.log.tmp"), "w") as f:
                 f.write("1/2 Testing: d01.lab.run\nOutput:\n---\nok\n<end of output>\n"
                         "Test Passed.\n2/2 Testing: d01.lab.A.a\nOutput:\n---\n"

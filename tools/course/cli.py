@@ -313,12 +313,21 @@ def cmd_sass_check(args) -> int:
 def cmd_ctest_summary(args) -> int:
     """After every ctest run (CTEST_CUSTOM_POST_TEST): one line on what passed, failed and was
     skipped, and why. Never fails: it only reads."""
-    # While ctest runs (and this runs inside it) its log is LastTest.log.tmp: ctest renames it
-    # to LastTest.log only when it ends, after this command.
     temporary = os.path.join(args.build_dir, "Testing", "Temporary")
+    marker = os.path.join(temporary, "course-ctest-started")
+    if args.start:  # CTEST_CUSTOM_PRE_TEST: remember when this ctest run began
+        os.makedirs(temporary, exist_ok=True)
+        with open(marker, "w") as f:
+            f.write("ctest started\n")
+        return 0
+    # This runs inside ctest, before ctest closes its log: depending on the CMake version the
+    # log is LastTest.log.tmp (renamed when ctest ends) or LastTest.log itself. Only a log
+    # written since this run began is this run's.
     try:
+        started = os.path.getmtime(marker)
         logs = [os.path.join(temporary, f) for f in os.listdir(temporary)
-                if f.startswith("LastTest") and f.endswith(".log.tmp")]
+                if re.fullmatch(r"LastTest(_[0-9-]+)?\.log(\.tmp)?", f)]
+        logs = [p for p in logs if os.path.getmtime(p) >= started - 1]
         if not logs:
             return 0
         with open(max(logs, key=os.path.getmtime), encoding="utf-8", errors="replace") as f:
@@ -430,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.choices["_discover"].add_argument("--output", required=True)
     sub.choices["_sass"].add_argument("--check", required=True)
     sub.choices["_ctest-summary"].add_argument("--build-dir", required=True)
+    sub.choices["_ctest-summary"].add_argument("--start", action="store_true")
     # Hide the internal commands from the help text.
     sub._choices_actions = [a for a in sub._choices_actions if not a.dest.startswith("_")]
     return p
