@@ -3,7 +3,7 @@
 #   1. install what is missing (CMake >= 3.25, Ninja, GoogleTest, Google Benchmark; and, when
 #      the CUDA toolkit lacks them, cuobjdump + nvdisasm for the SASS checks),
 #   2. configure and build every lab (starters and solutions), the harness and the tools,
-#   3. run `course status`.
+#   3. run `course status`, and print the line that puts `course` on your PATH.
 # Usage: scripts/setup.sh [preset]   (default: "default"; see CMakePresets.json)
 # Nothing is installed that is already there, so it also works offline once set up.
 set -euo pipefail
@@ -59,3 +59,15 @@ say "built in $(( $(date +%s) - start )) s"
 
 # --- 3. where you stand ---------------------------------------------------------------------
 "build/$preset/course" status || true
+tools_bin="$PWD/tools/bin"
+echo
+case ":$PATH:" in
+  *":$tools_bin:"*) say "\`course\` is on your PATH: try \`course list\`, then \`course check d01\`" ;;
+  *)
+    say "to type \`course\` from anywhere (\`course check d01\`, \`course watch\`), run this line,"
+    say "and add it to your ~/.bashrc or ~/.zshrc to keep it:"
+    echo
+    echo "    export PATH=\"$tools_bin:\$PATH\""
+    echo
+    say "(until then the same tool is build/$preset/course)" ;;
+esac

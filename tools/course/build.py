@@ -18,7 +18,7 @@ from .manifest import Lab, Manifest
 
 # nvcc's front end:  /path/kernel.cu(24): error: expected a ";"
 # gcc / clang:       /path/kernel.cu:24:5: error: ...
-COMPILER_ERROR = re.compile(r"^(?P<file>[^\s:(][^:(]*?)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):"
+COMPILER_ERROR = re.compile(r"^(?P<file>[^\s:(][^:(\n]*?)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):"
                             r"\s*(?:fatal )?error\b", re.M)
 PTXAS_ERROR = re.compile(r"^ptxas (?:fatal|error)\s*:.*$", re.M)
 UNDEFINED = re.compile(r"undefined reference to [`'](?P<symbol>[^'`]+)'")

@@ -356,9 +356,9 @@ def cmd_ctest_summary(args) -> int:
         line += ": " + "; ".join(f"{n} because {r}" for r, n in
                                  sorted(reasons.items(), key=lambda x: -x[1])[:4])
     line += f"  [{len(cases)} tests" + (f"; {runs} day runs" if runs else "") + "]"
-    print(line)
     if counts[R.SKIPPED] and not counts[R.PASSED] and not failed:
-        print("course: nothing was tested: every test was SKIPPED, which is not passed")
+        line += "\ncourse: nothing was tested: every test was SKIPPED, which is not passed"
+    print(line + "\n", flush=True)  # ctest prints what comes next on the same line otherwise
     return 0
 
 

@@ -217,7 +217,7 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
             why = f"the test program {p.tests} could not list its tests: {e}"
     if not os.path.exists(p.tests) or why:
         R.write_atomically(os.path.join(case_dir(m, lab, variant), NOT_BUILT),
-                           R.NOT_RUN + "\n" + not_built_text(m, lab, variant, why) + "\n")
+                           R.NOT_RUN + "\nNOT RUN: " + not_built_text(m, lab, variant, why) + "\n")
         for exercise in lab.exercises:
             name = f"{prefix}.{exercise}"
             lines.append(f"add_test({_cmake_quote(name)} sh {_cmake_quote(report)} "
