@@ -254,7 +254,10 @@ def cmd_sass(args) -> int:
         if args.kernel and not re.search(args.kernel, dis.names[name]):
             continue
         print(f"\n// {arch}  {dis.names[name]}")
-        print("\n".join(l for l in body if l.strip()))
+        for line in body:  # without the instruction encodings, which only cuobjdump reads
+            line = re.sub(r"\s*/\* 0x[0-9a-f]{16} \*/", "", line).rstrip()
+            if line.strip():
+                print(line)
         shown += 1
     if not shown:
         print("no kernel matches; the kernels are:\n  " + "\n  ".join(

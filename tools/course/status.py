@@ -49,6 +49,7 @@ def render(m: Manifest, tool: str) -> str:
     notes: List[str] = []
     problems: List[str] = []
     states = set()
+    checked = False
     for lab in m.labs:
         try:
             rec = C.load_record(m, lab)
@@ -64,9 +65,10 @@ def render(m: Manifest, tool: str) -> str:
         state = state_of(rec, pristine)
         states.add(state)
         last = "never"
+        checked = checked or rec is not None
         if rec:
             t = rec.get("totals", {})
-            when = str(rec.get("finished", "")).replace("T", " ").replace("Z", " UTC")[:20]
+            when = str(rec.get("finished", ""))[:16].replace("T", " ") + " UTC"
             if rec.get("verdict") == "build_failed":
                 last = f"{when}, did not build"
             else:
@@ -92,7 +94,7 @@ def render(m: Manifest, tool: str) -> str:
     for state in ("compiled (no GPU)",):
         if state in states:
             out.append(f"{state}: {STATES[state]}.")
-    if states == {"not started"}:
+    if not checked:
         out.append(f"Nothing checked yet: start with `{tool} list`, then "
                    f"`{tool} check {m.labs[0].day if m.labs else 'd01'}` "
                    f"(or `{tool} watch`).")
