@@ -54,6 +54,13 @@ inline void report_measured(const std::string& key, const std::string& line) {
   ::testing::Test::RecordProperty(key, line);
 }
 
+// Grading: how many points an exercise is worth, declared next to its tests so that the tests
+// stay the one source of truth (`COURSE_POINTS(VectorAdd, 10);` at namespace scope of the test
+// file). The grader asks the test program (`<tests> --course_points` prints them as JSON) and
+// gives an exercise its points in proportion to the share of its test cases that passed.
+// Hidden tests of an instructor may declare points for exercises of their own.
+int register_points(const char* exercise, double points);
+
 class GpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -63,6 +70,10 @@ class GpuTest : public ::testing::Test {
 };
 
 }  // namespace course
+
+#define COURSE_POINTS(exercise, points)                                         \
+  [[maybe_unused]] static const int course_points_##exercise##_ =               \
+      ::course::register_points(#exercise, points)
 
 #define COURSE_SKIP_WITHOUT_GPU()                                    \
   do {                                                               \

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "course/device.h"
@@ -26,6 +27,18 @@
 #include "course/testing.h"
 
 namespace course {
+namespace {
+std::map<std::string, double>& points_table() {
+  static std::map<std::string, double> table;
+  return table;
+}
+}  // namespace
+
+int register_points(const char* exercise, double points) {
+  points_table()[exercise] += points;
+  return 0;
+}
+
 std::string seed_hint() {
   return "\n  (random inputs from seed " + std::to_string(run_seed()) +
          "; rerun with COURSE_SEED=" + std::to_string(run_seed()) + " to get the same ones)";
@@ -154,6 +167,18 @@ class EventStream : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The points each exercise is worth (COURSE_POINTS), for the grader: JSON, no GPU needed.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--course_points") == 0) {
+      std::string json = "{";
+      for (const auto& [exercise, points] : course::points_table()) {
+        if (json.size() > 1) json += ", ";
+        json += json_string(exercise) + ": " + std::to_string(points);
+      }
+      std::printf("%s}\n", json.c_str());
+      return 0;
+    }
+  }
   ::testing::InitGoogleTest(&argc, argv);
   // Listing the tests (the runner and ctest do it to register them) must not touch the GPU.
   if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();

@@ -18,6 +18,9 @@ namespace {
 
 __global__ void write_far_out_of_bounds(float* p) { p[threadIdx.x + (1ll << 40)] = 1.0f; }
 
+COURSE_POINTS(Fixture, 7);
+COURSE_POINTS(FixtureGpu, 3);
+
 TEST(Fixture, Passes) { std::printf("output of a passing test\n"); }
 
 TEST(Fixture, Fails) { ADD_FAILURE() << "element 3 of 7: expected 1.5, got 0 (the tail?)"; }
