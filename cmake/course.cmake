@@ -7,6 +7,9 @@
 #     [CUDA_FLAGS ...]                 # extra nvcc flags for kernel.cu (both variants)
 #     [SERIAL_SUITES Timing ...]       # suites whose tests must have the GPU to themselves
 #     [HOST_SUITES VectorType ...]     # suites that check the student's code on the host only
+#     [SANITIZERS memcheck racecheck]  # compute-sanitizer tools graded on this day (shared memory)
+#     [GRADE_BENCHMARKS regex]         # the benchmark rows a grader times (Google Benchmark
+#                                      # filter; default: every row)
 #     [TIMEOUT seconds])               # one test's time limit (default COURSE_TEST_TIMEOUT)
 #
 # For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
@@ -79,8 +82,9 @@ function(course_lab_source name out_var)
 endfunction()
 
 function(course_add_lab name)
-  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT"
-                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES" ${ARGN})
+  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT;GRADE_BENCHMARKS"
+                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES;SANITIZERS"
+                        ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
   if(NOT day)
     message(FATAL_ERROR "course_add_lab: '${name}' must start with dNN_")
@@ -104,6 +108,20 @@ function(course_add_lab name)
     target_link_libraries(${day}_${kind}_obj PRIVATE course_harness)
   endforeach()
   target_link_libraries(${day}_test_obj PRIVATE GTest::gtest)
+  # An instructor's hidden tests: COURSE_HIDDEN_TESTS_DIR/<lab name or dNN>/*.cu|*.cpp, host C++
+  # like test_dNN.cu (lab.h and the harness only), compiled into the same test programs.
+  set(hidden "")
+  if(COURSE_HIDDEN_TESTS_DIR)
+    file(GLOB hidden CONFIGURE_DEPENDS ${COURSE_HIDDEN_TESTS_DIR}/${name}/*.cu
+         ${COURSE_HIDDEN_TESTS_DIR}/${name}/*.cpp ${COURSE_HIDDEN_TESTS_DIR}/${day}/*.cu
+         ${COURSE_HIDDEN_TESTS_DIR}/${day}/*.cpp)
+    if(hidden)
+      set_source_files_properties(${hidden} PROPERTIES LANGUAGE CXX)
+      target_sources(${day}_test_obj PRIVATE ${hidden})
+      list(LENGTH hidden hidden_count)
+      message(STATUS "course: ${day}: ${hidden_count} hidden test files from ${COURSE_HIDDEN_TESTS_DIR}")
+    endif()
+  endif()
   target_link_libraries(${day}_bench_obj PRIVATE benchmark::benchmark)
 
   foreach(variant lab solution)
@@ -151,9 +169,12 @@ function(course_add_lab name)
   course_json_array(exercises_json ${LAB_EXERCISES})
   course_json_array(host_json ${LAB_HOST_SUITES})
   course_json_array(serial_json ${LAB_SERIAL_SUITES})
+  course_json_array(sanitizers_json ${LAB_SANITIZERS})
+  course_json_array(hidden_json ${hidden})
+  course_json_string(grade_bench_json "${LAB_GRADE_BENCHMARKS}")
   set_property(GLOBAL APPEND PROPERTY COURSE_LABS ${day})
   set_property(GLOBAL PROPERTY COURSE_LAB_${day}_JSON
-    "\"day\": \"${day}\", \"name\": \"${name}\", \"title\": ${title_json}, \"exercises\": ${exercises_json}, \"host_suites\": ${host_json}, \"serial_suites\": ${serial_json}, \"timeout\": ${LAB_TIMEOUT}, \"lab\": ${lab_json}, \"solution\": ${solution_json}")
+    "\"day\": \"${day}\", \"name\": \"${name}\", \"title\": ${title_json}, \"exercises\": ${exercises_json}, \"host_suites\": ${host_json}, \"serial_suites\": ${serial_json}, \"sanitizers\": ${sanitizers_json}, \"grade_benchmarks\": ${grade_bench_json}, \"hidden_tests\": ${hidden_json}, \"timeout\": ${LAB_TIMEOUT}, \"lab\": ${lab_json}, \"solution\": ${solution_json}")
 endfunction()
 
 # The ctest tests of one test program: a script that ctest includes when it starts lists the

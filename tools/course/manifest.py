@@ -52,6 +52,9 @@ class Lab:
     lab: Programs
     solution: Programs
     sass_checks: List[SassCheck]
+    sanitizers: List[str] = field(default_factory=list)  # compute-sanitizer tools graded
+    grade_benchmarks: str = ""  # the benchmark rows a grader times ("" = all)
+    hidden_tests: List[str] = field(default_factory=list)
 
     @property
     def number(self) -> int:
@@ -113,7 +116,10 @@ def parse(doc: dict, path: str = MANIFEST) -> Manifest:
                 host_suites=list(d.get("host_suites", [])),
                 serial_suites=list(d.get("serial_suites", [])), timeout=float(d["timeout"]),
                 lab=_programs(d["lab"]), solution=_programs(d["solution"]),
-                sass_checks=[SassCheck(**c) for c in d.get("sass_checks", [])]))
+                sass_checks=[SassCheck(**c) for c in d.get("sass_checks", [])],
+                sanitizers=list(d.get("sanitizers", [])),
+                grade_benchmarks=str(d.get("grade_benchmarks", "")),
+                hidden_tests=list(d.get("hidden_tests", []))))
         labs.sort(key=lambda lab: lab.day)
         return Manifest(path=path, source_dir=doc["source_dir"], binary_dir=doc["binary_dir"],
                         python=doc.get("python", "python3"), cuobjdump=doc.get("cuobjdump", ""),
@@ -158,5 +164,7 @@ def to_json(m: Manifest) -> dict:
             "timeout": lab.timeout, "lab": programs(lab.lab),
             "solution": programs(lab.solution),
             "sass_checks": [vars(c) for c in lab.sass_checks],
+            "sanitizers": lab.sanitizers, "grade_benchmarks": lab.grade_benchmarks,
+            "hidden_tests": lab.hidden_tests,
         } for lab in m.labs],
     }
