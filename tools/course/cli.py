@@ -313,6 +313,97 @@ def cmd_sass_check(args) -> int:
     return {R.PASSED: 0, R.SKIPPED: sass.SKIP}.get(case.outcome, 1)
 
 
+def cmd_sanitize(args) -> int:
+    """A graded compute-sanitizer run (ctest's dNN.lab.memcheck / racecheck): the first few
+    cases of each exercise of the day's program under the tool, with a time limit."""
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    m = load(args.manifest)
+    lab = day_arg(m, args.day)
+    program = lab.programs(args.variant).tests
+    tool = shutil.which("compute-sanitizer") or next(
+        (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if os.path.exists(p)), "")
+    if not tool:
+        print("skipped: compute-sanitizer is not installed here (it comes with the CUDA "
+              "toolkit); nothing was checked")
+        return sass.SKIP
+    from . import runner  # noqa: PLC0415
+    picked: dict = {}
+    for t in runner.list_tests(program):
+        if lab.is_serial(t):
+            continue
+        bucket = picked.setdefault(lab.exercise_of(t), [])
+        if len(bucket) < 3:
+            bucket.append(t)
+    tests = [t for ts in picked.values() for t in ts]
+    argv = [tool, "--tool", args.tool, "--error-exitcode", "99", "--print-limit", "20",
+            program, f"--gtest_filter={runner.gtest_filter(tests)}"]
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           errors="replace", timeout=args.seconds)
+    except subprocess.TimeoutExpired:
+        print(f"NOT RUN: {args.tool} did not finish {len(tests)} tests within {args.seconds} s "
+              "(time)")
+        return 1
+    out = p.stdout
+    if "GPU tests will be reported as SKIPPED" in out and "[  PASSED  ]" not in out.replace(
+            "[  PASSED  ] 0 tests", ""):
+        reason = next((l.split("] ", 1)[1].split(": GPU tests")[0] for l in out.splitlines()
+                       if "GPU tests will be reported as SKIPPED" in l), "no GPU")
+        print(f"skipped: {reason}: {args.tool} needs a GPU")
+        return sass.SKIP
+    errors = [l for l in out.splitlines() if re.match(r"^========= (Invalid|Race|Error|"
+                                                      r"Program hit|Uninitialized|Barrier)", l)]
+    summary = next((l for l in out.splitlines() if "ERROR SUMMARY" in l or
+                    "RACECHECK SUMMARY" in l), "")
+    if p.returncode == 99 or errors:
+        print(f"FAILED: {args.tool} found problems in your kernels over {len(tests)} tests: "
+              f"{summary.replace('=========', '').strip()}")
+        print("\n".join(errors[:10]))
+        where = [l for l in out.splitlines() if re.search(r"kernel\.cu:\d+", l)][:5]
+        if where:
+            print("\n".join(where))
+        return 1
+    print(f"passed: {args.tool} found no problem over {len(tests)} tests ({summary.strip('= ')})")
+    return 0
+
+
+def cmd_grade(args) -> int:
+    from . import classbuild, grade  # noqa: PLC0415
+    m = open_build(args)
+    if args.merge:
+        opts = grade.Options(out=args.merge)
+        grades = grade.load_grades(args.merge)
+        if not grades:
+            raise UsageError(f"no graded student in {args.merge}/students/")
+        grade.write_class_files(opts, grades)
+        print(f"merged {len(grades)} students into {args.merge}/gradebook.csv, gradebook.json "
+              "and junit.xml")
+        return 0
+    if not args.submissions or not os.path.isdir(args.submissions):
+        raise UsageError(f"{args.submissions!r} is not a folder of submissions (one subfolder "
+                         "per student)")
+    days = None
+    if args.days:
+        days = [day_arg(m, d).day for d in args.days.split(",")]
+    only = None
+    if args.only_index is not None:
+        only = [args.only_index]
+    opts = grade.Options(out=args.out or os.path.join(os.getcwd(), "grades"), jobs=args.jobs,
+                         bench=not args.no_bench, days=days, test_timeout=args.test_timeout,
+                         regrade=args.regrade, ctest_jobs=args.ctest_jobs)
+    try:
+        return grade.grade_class(m, args.submissions, opts, only=only, merge=not args.no_merge)
+    except classbuild.ClassBuildError as e:
+        raise UsageError(str(e)) from e
+
+
+def cmd_leaderboard(args) -> int:
+    from . import leaderboard  # noqa: PLC0415
+    return leaderboard.main(args.rest)
+
+
 def cmd_ctest_summary(args) -> int:
     """After every ctest run (CTEST_CUSTOM_POST_TEST): one line on what passed, failed and was
     skipped, and why. Never fails: it only reads."""
@@ -390,6 +481,10 @@ COMMANDS = [
     ("bench", "time your kernels against the solution, side by side", cmd_bench),
     ("status", "every day: not started / failing / passing / compiled (no GPU)", cmd_status),
     ("sass", "show the machine code (SASS) of your kernels", cmd_sass),
+    ("grade", "instructors: grade a folder of submissions into a gradebook (docs/grading.md)",
+     cmd_grade),
+    ("leaderboard", "instructors: leaderboards from graded benchmark runs "
+     "(docs/leaderboards.md)", cmd_leaderboard),
 ]
 
 
@@ -429,8 +524,27 @@ def build_parser() -> argparse.ArgumentParser:
     parsers["sass"].add_argument("--solution", action="store_true",
                                  help="the reference solution's code instead of yours")
 
+    g = parsers["grade"]
+    g.add_argument("submissions", nargs="?", help="a folder with one subfolder per student")
+    g.add_argument("--out", help="where the gradebook goes (default: ./grades)")
+    g.add_argument("--jobs", "-j", type=int, default=2, help="students graded at once")
+    g.add_argument("--ctest-jobs", type=int, default=4, help="ctest -j for each student")
+    g.add_argument("--days", help="only these days, e.g. d01,d02")
+    g.add_argument("--no-bench", action="store_true", help="grade correctness and SASS only")
+    g.add_argument("--test-timeout", type=float, help="seconds one test may run (default: "
+                   "each lab's TIMEOUT)")
+    g.add_argument("--regrade", action="store_true", help="grade students already graded again")
+    g.add_argument("--only-index", type=int, help="grade only the N-th student (0-based, in "
+                   "name order): one Slurm array task")
+    g.add_argument("--no-merge", action="store_true", help="do not write the class files "
+                   "(another step merges: --merge)")
+    g.add_argument("--merge", metavar="OUT", help="only (re)write OUT's gradebook and JUnit "
+                   "from the students graded there")
+    parsers["leaderboard"].add_argument("rest", nargs=argparse.REMAINDER,
+                                        help="see `course leaderboard --help`")
+
     internal = [("_run", cmd_run), ("_discover", cmd_discover), ("_sass", cmd_sass_check),
-                ("_ctest-summary", cmd_ctest_summary)]
+                ("_sanitize", cmd_sanitize), ("_ctest-summary", cmd_ctest_summary)]
     for name, func in internal:
         sp = sub.add_parser(name)
         sp.set_defaults(func=func)
@@ -441,6 +555,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.choices["_run"].add_argument("--group", choices=testrun.GROUPS, default="main")
     sub.choices["_discover"].add_argument("--output", required=True)
     sub.choices["_sass"].add_argument("--check", required=True)
+    sub.choices["_sanitize"].add_argument("--tool", choices=("memcheck", "racecheck",
+                                                             "synccheck", "initcheck"),
+                                          required=True)
+    sub.choices["_sanitize"].add_argument("--seconds", type=int, default=300)
     sub.choices["_ctest-summary"].add_argument("--build-dir", required=True)
     sub.choices["_ctest-summary"].add_argument("--start", action="store_true")
     # Hide the internal commands from the help text.
