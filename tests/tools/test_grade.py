@@ -1,0 +1,182 @@
+"""Tests of the grader (tools/course/grade.py, submission.py, classbuild.py), without a GPU.
+
+The end-to-end test grades a small synthetic class (tests/grading/synthetic_class.py) against
+the build in COURSE_BUILD_DIR (set by ctest); it skips without one.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "grading"))
+
+from course import bench as B  # noqa: E402
+from course import grade, manifest, submission  # noqa: E402
+from course import results as R  # noqa: E402
+
+BUILD = os.environ.get("COURSE_BUILD_DIR", "")
+
+
+def lab(day="d05", name="d05_warp_programming", exercises=("WarpSoftmax", "BlockSoftmax")):
+    progs = manifest.Programs("k.cu", "t", "b", "l.a")
+    return manifest.Lab(day, name, "T", list(exercises), [], [], 60.0, progs, progs, [],
+                        sanitizers=["memcheck"])
+
+
+def touch(root, rel, text="x"):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class SubmissionTest(unittest.TestCase):
+    def test_expected_places_are_graded_and_near_misses_are_reported(self):
+        labs = [lab("d01", "d01_first_kernels"), lab("d02", "d02_coalescing"),
+                lab("d03", "d03_ptx_shuffles"), lab("d05"), lab("d06", "d06_reduction_norms")]
+        with tempfile.TemporaryDirectory() as d:
+            touch(d, "labs/d01_first_kernels/kernel.cu")
+            touch(d, "d02_coalescing/kernel.cu")
+            touch(d, "d03/kernel.cu")
+            touch(d, "d05_warp_programming/Kernel.cu")
+            touch(d, "d06.cu")
+            touch(d, "README.txt")
+            touch(d, ".git/config")
+            sub = submission.find(d, labs)
+        self.assertEqual(sorted(sub.kernels), ["d01", "d02"])
+        self.assertIn("found d03/kernel.cu — expected labs/d03_ptx_shuffles/kernel.cu",
+                      sub.misplaced["d03"][0])
+        self.assertIn("found d05_warp_programming/Kernel.cu", sub.misplaced["d05"][0])
+        self.assertIn("found d06.cu", sub.misplaced["d06"][0])
+        self.assertEqual(sub.unused, ["README.txt"])
+
+    def test_student_ids_are_safe(self):
+        self.assertEqual(submission.student_id("Ana María <x>"), "Ana_Mar_a__x")
+        self.assertEqual(submission.student_id("..."), "student")
+
+
+class PointsTest(unittest.TestCase):
+    def test_speed_earns_points_between_half_and_nine_tenths_of_the_solutions(self):
+        self.assertEqual(grade.speed_fraction(1.2), 1.0)
+        self.assertEqual(grade.speed_fraction(0.9), 1.0)
+        self.assertAlmostEqual(grade.speed_fraction(0.7), 0.5)
+        self.assertEqual(grade.speed_fraction(0.3), 0.0)
+
+    def test_an_exercise_earns_the_share_of_its_cases_that_passed(self):
+        cases = [R.Case("S/WarpSoftmax.a", R.PASSED, exercise="WarpSoftmax"),
+                 R.Case("S/WarpSoftmax.b", R.CRASHED, message="killed by SIGSEGV",
+                        exercise="WarpSoftmax"),
+                 R.Case("BlockSoftmax.c", R.SKIPPED, message="no GPU here",
+                        exercise="BlockSoftmax"),
+                 R.Case("memcheck", R.FAILED, message="FAILED: 3 errors", kind="sanitizer")]
+        day = grade.grade_day(lab(), "graded", cases, {"WarpSoftmax": 10, "BlockSoftmax": 20})
+        warp, block = day["exercises"]
+        self.assertEqual(warp["points"], 5.0)
+        self.assertIn("S/WarpSoftmax.b crashed: killed by SIGSEGV", warp["failures"][0])
+        self.assertIsNone(block["points"])  # not run: neither earned nor lost
+        self.assertEqual(block["status"], "not_run")
+        self.assertEqual(day["checks"][0]["points"], 0.0)
+        self.assertEqual(day["max_points"], 10 + 20 + grade.SANITIZER_POINTS)
+        self.assertEqual(day["not_run_points"], 20)
+        self.assertEqual(day["points"], 5.0)
+
+    def test_a_day_that_did_not_build_earns_nothing_but_keeps_its_message(self):
+        day = grade.grade_day(lab(), "compile_failed", [], {"WarpSoftmax": 10},
+                              build_message="Your code does not compile: fix kernel.cu, line 3")
+        self.assertEqual(day["points"], 0.0)
+        self.assertEqual(day["not_run_points"], 0.0)
+        self.assertIn("line 3", day["message"])
+
+    def test_performance_from_benchmarks_and_sass_checks(self):
+        day = {"status": "graded", "max_points": 40.0}
+        cases = [R.Case("sass.a", R.PASSED, kind="sass"), R.Case("sass.b", R.FAILED, kind="sass")]
+        mine = [B.Row("BM_x", median_us=100.0), B.Row("BM_y", median_us=200.0),
+                B.Row("BM_z", error="output does not match")]
+        ref = [B.Row("BM_x", median_us=100.0), B.Row("BM_y", median_us=100.0),
+               B.Row("BM_z", median_us=100.0)]
+        perf = grade.performance(lab(), day, cases, mine, ref, "")
+        self.assertEqual(perf["max_points"], 10.0)
+        # benchmarks: (1 + 0 + 0) / 3 of 6 points; SASS: 1 of 2 checks of 4 points
+        self.assertAlmostEqual(perf["points"], 6.0 / 3 + 2.0, places=2)
+        no_gpu = grade.performance(lab(), day, cases, None, None, "not timed: no GPU")
+        self.assertAlmostEqual(no_gpu["points"], 2.0)
+        self.assertEqual(no_gpu["not_run_points"], 6.0)
+
+
+@unittest.skipUnless(BUILD, "needs COURSE_BUILD_DIR (a configured and built course)")
+class GradeClassTest(unittest.TestCase):
+    """Grades three students of the synthetic class on Day 1 (no benchmarks): one correct, one
+    whose code does not compile, one whose files are misplaced."""
+
+    @classmethod
+    def setUpClass(cls):
+        import synthetic_class  # noqa: PLC0415
+        cls.tmp = tempfile.TemporaryDirectory()
+        subs = os.path.join(cls.tmp.name, "subs")
+        synthetic_class.make(subs, ["d01", "d02"])
+        for name in os.listdir(subs):
+            if name not in ("correct", "not_compiling", "wrongly_named"):
+                import shutil  # noqa: PLC0415
+                shutil.rmtree(os.path.join(subs, name))
+        cls.out = os.path.join(cls.tmp.name, "grades")
+        cmd = [sys.executable, os.path.join(ROOT, "tools", "bin", "course"), "--build-dir", BUILD,
+               "grade", subs, "--out", cls.out, "--days", "d01", "--no-bench", "--jobs", "2"]
+        cls.first = subprocess.run(cmd, capture_output=True, text=True)
+        cls.second = subprocess.run(cmd, capture_output=True, text=True)
+        with open(os.path.join(cls.out, "gradebook.json")) as f:
+            cls.book = {s["student"]: s for s in json.load(f)["students"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_student_is_in_the_gradebook(self):
+        self.assertEqual(self.first.returncode, 0, self.first.stdout + self.first.stderr)
+        self.assertEqual(sorted(self.book), ["correct", "not_compiling", "wrongly_named"])
+
+    def test_a_day_that_does_not_compile_fails_with_the_compilers_message(self):
+        d01 = self.book["not_compiling"]["days"][0]
+        self.assertEqual(d01["status"], "compile_failed")
+        self.assertEqual(d01["points"], 0.0)
+        self.assertIn("Your code does not compile", d01["message"])
+        self.assertIn("kernel.cu", d01["message"])
+
+    def test_gpu_tests_without_a_gpu_are_not_run_never_zero_never_passed(self):
+        d01 = self.book["correct"]["days"][0]
+        self.assertEqual(d01["status"], "graded")
+        for e in d01["exercises"]:
+            if e["tests"]["skipped"] and not e["tests"]["passed"]:
+                self.assertIsNone(e["points"], e)
+                self.assertEqual(e["status"], "not_run")
+
+    def test_a_misplaced_file_is_reported_not_graded(self):
+        d01 = self.book["wrongly_named"]["days"][0]
+        self.assertEqual(d01["status"], "not_submitted")
+        self.assertIn("found d01.cu", d01["message"])
+        with open(os.path.join(self.out, "students", "wrongly_named", "report.md")) as f:
+            report = f.read()
+        self.assertIn("found d01.cu", report)
+        self.assertIn("`notes.txt`", report)
+
+    def test_the_class_junit_has_every_students_days(self):
+        root = ET.parse(os.path.join(self.out, "junit.xml")).getroot()
+        suites = {s.get("name"): s for s in root}
+        self.assertEqual(sorted(suites), ["correct", "not_compiling", "wrongly_named"])
+        names = [tc.get("name") for tc in suites["wrongly_named"]]
+        self.assertIn("d01.handed_in", names)
+        failed = [tc.get("name") for tc in suites["not_compiling"] if tc.get("status") == "fail"]
+        self.assertIn("d01.lab.VectorAdd", failed)  # the not-built placeholder, with its message
+
+    def test_grading_again_skips_students_already_graded(self):
+        self.assertEqual(self.second.returncode, 0)
+        self.assertEqual(self.second.stdout.count("already graded"), 3, self.second.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
