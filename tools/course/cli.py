@@ -378,6 +378,7 @@ def cmd_grade(args) -> int:
         if not grades:
             raise UsageError(f"no graded student in {args.merge}/students/")
         grade.write_class_files(opts, grades)
+        print(grade.class_table(grades) + "\n")
         print(f"merged {len(grades)} students into {args.merge}/gradebook.csv, gradebook.json "
               "and junit.xml")
         return 0

@@ -230,19 +230,21 @@ def grade_day(lab: Lab, status: str, cases: List[R.Case], points: Dict[str, floa
                 entry["reason"] = f"{t.skipped} tests skipped: {next(iter(t.skip_reasons))}"
         day["exercises"].append(entry)
         day["failures"] += entry["failures"]
-    for c in cases:
-        if c.kind == "sanitizer":
-            check = {"check": c.name, "outcome": c.outcome, "max_points": SANITIZER_POINTS,
-                     "message": first_line(c.message)}
-            if status != "graded":
-                check["points"] = 0.0
-            elif c.outcome == R.SKIPPED or (c.outcome == R.NOT_RUN and "time" in c.message):
-                check["points"] = None
-            else:
-                check["points"] = SANITIZER_POINTS if c.outcome == R.PASSED else 0.0
-                if c.outcome != R.PASSED:
-                    day["failures"].append(f"{c.name}: {first_line(c.message)}")
-            day["checks"].append(check)
+    for tool in lab.sanitizers:  # every student's day has the same parts, run or not
+        c = next((c for c in cases if c.kind == "sanitizer" and c.name == tool), None)
+        check = {"check": tool, "outcome": c.outcome if c else R.NOT_RUN,
+                 "max_points": SANITIZER_POINTS,
+                 "message": first_line(c.message) if c else "not run"}
+        if status != "graded":
+            check["points"] = 0.0
+        elif c is None or c.outcome == R.SKIPPED or (c.outcome == R.NOT_RUN
+                                                     and "time" in c.message):
+            check["points"] = None
+        else:
+            check["points"] = SANITIZER_POINTS if c.outcome == R.PASSED else 0.0
+            if c.outcome != R.PASSED:
+                day["failures"].append(f"{tool}: {first_line(c.message)}")
+        day["checks"].append(check)
     for part in day["exercises"] + day["checks"]:
         day["max_points"] += part["max_points"]
         if part["points"] is None:
@@ -662,6 +664,34 @@ def write_class_junit(opts: Options, grades: List[dict]) -> None:
                        ET.tostring(root, encoding="unicode") + "\n")
 
 
+def class_table(grades: List[dict]) -> str:
+    """student | each day's correctness + performance (or its status) | total."""
+    days = sorted({d["day"] for g in grades for d in g["days"]})
+    rows = []
+    for g in sorted(grades, key=lambda g: g["student"]):
+        row = [g["student"]]
+        for day in days:
+            d = next((x for x in g["days"] if x["day"] == day), None)
+            if d is None:
+                row.append("-")
+            elif d["status"] != "graded":
+                row.append(d["status"].replace("_", " "))
+            else:
+                perf = d.get("performance", {})
+                cell = f"{d['points']:g}"
+                if d["not_run_points"]:
+                    cell += f" (+{d['not_run_points']:g} not run)"
+                p = perf.get("points")
+                cell += " / perf " + ("not run" if p is None else f"{p:g}")
+                row.append(cell)
+        row.append(f"{g['points']:g} of {g['max_points']:g}")
+        rows.append(row)
+    header = ["student"] + days + ["total"]
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: " | ".join(str(c).ljust(w) for c, w in zip(r, widths))  # noqa: E731
+    return "\n".join([line(header), "-+-".join("-" * w for w in widths)] + [line(r) for r in rows])
+
+
 def load_grades(out: str) -> List[dict]:
     grades = []
     for path in sorted(glob_grades(out)):
@@ -717,7 +747,9 @@ def grade_class(m: Manifest, submissions: str, opts: Options,
                 opts.say(f"{os.path.basename(futures[fut])}: the grader failed on this student: "
                          f"{type(e).__name__}: {e}")
     if merge:
-        write_class_files(opts, load_grades(opts.out))
+        grades = load_grades(opts.out)
+        write_class_files(opts, grades)
+        opts.say("\n" + class_table(grades))
         opts.say(f"gradebook: {os.path.join(opts.out, 'gradebook.csv')} and .json; reports: "
                  f"{os.path.join(opts.out, 'students', '<student>', 'report.md')}; "
                  f"JUnit: {os.path.join(opts.out, 'junit.xml')}")
