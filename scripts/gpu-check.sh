@@ -4,10 +4,11 @@
 # memory checkers over the Day 4-6 solutions, and print last a compact table:
 #   lab | starter tests (expected: all fail, none crash) | solution tests | key benchmark | % of ceiling
 #
-# Usage: scripts/gpu-check.sh [--steps "build tests check bench sanitize"] [--days "d01 d02"]
+# Usage: scripts/gpu-check.sh [--steps "build tests check bench grade sanitize"] [--days "d01 d02"]
 #                             [--out DIR]
 #   --steps          which steps to run (default: build tests check bench; "all" adds sanitize)
 #                    check: `course check dNN` timed on every day with the solutions in place
+#                    grade: a synthetic class graded with `course grade`, and its leaderboard
 #   --days           only these days (default: every lab in the build)
 #   --out            where logs, JUnit XML and benchmark JSON go (default: build/gpu-check)
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$steps" = all ] && steps="build tests check bench sanitize"
+[ "$steps" = all ] && steps="build tests check bench grade sanitize"
 want() { [[ " $steps " == *" $1 "* ]]; }
 mkdir -p "$out"; out=$(cd "$out" && pwd); rm -f "$out/timings.txt"
 bin=build/$preset
@@ -137,13 +138,35 @@ if want bench; then
   done
 fi
 
+if want grade; then
+  # A synthetic class (tests/grading/synthetic_class.py: correct, partly wrong, not compiling,
+  # not linking, crashing, hanging, slow but correct, wrongly named) graded as an instructor
+  # would, then its leaderboard.
+  log "grading a synthetic class"
+  rm -rf "$out/class" "$out/grades"
+  python3 tests/grading/synthetic_class.py "$out/class"
+  start=$(date +%s.%N)
+  "$bin/course" grade "$out/class" --out "$out/grades" --jobs 4 --test-timeout 20 \
+    >"$out/grade.log" 2>&1
+  echo "course grade exit $?"
+  end=$(date +%s.%N)
+  echo "grading the synthetic class (8 students): $(python3 -c "print(f'{$end - $start:.0f}')") s" \
+    | tee -a "$out/timings.txt"
+  grep -E "^[a-z_]+ +\|" "$out/grade.log" | cut -c1-220
+  if "$bin/course" leaderboard --help >/dev/null 2>&1; then
+    "$bin/course" leaderboard "$out/grades/students" --out "$out/grades/site" \
+      >"$out/leaderboard.log" 2>&1
+    echo "course leaderboard exit $?"; head -n 30 "$out/leaderboard.log"
+  fi
+fi
+
 if want sanitize; then
   # racecheck (shared-memory races) and memcheck (out-of-bounds and misaligned accesses) over
   # the solutions of the days that use shared memory; the tests' shapes are small enough for
   # the checkers' ~100x slowdown. Exit 124: the time limit ended the run (not clean, not dirty).
   rm -f "$out/sanitize-summary.txt"
   for day in $days; do
-    case "$day" in d0[4-6]) ;; *) continue ;; esac
+    [ -n "$(manifest_field '" ".join(lab["sanitizers"])' "$day")" ] || continue
     exe=$(find "$bin/labs" -name "${day}_solution_tests" -type f | head -n 1)
     [ -n "$exe" ] || continue
     for tool in racecheck memcheck; do
