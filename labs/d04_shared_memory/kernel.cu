@@ -51,7 +51,8 @@ template <class T>
 constexpr int kPad = 0;
 template <class T>
 __host__ __device__ constexpr int padded_index(int row, int col) {
-  return row * (kTile + kPad<T>)+col;
+  constexpr int kRowLength = kTile + kPad<T>;  // (kTile + kPad) elements per tile row
+  return row * kRowLength + col;
 }
 
 // Variant 4: unpadded, column index swizzled.

@@ -49,7 +49,8 @@ template <class T>
 constexpr int kPad = kBankBytes / static_cast<int>(sizeof(T));  // 1 float, 2 halves
 template <class T>
 __host__ __device__ constexpr int padded_index(int row, int col) {
-  return row * (kTile + kPad<T>)+col;
+  constexpr int kRowLength = kTile + kPad<T>;  // (kTile + kPad) elements per tile row
+  return row * kRowLength + col;
 }
 
 // Variant 4: no padding; column `col` of row `row` is stored at column col ^ row. Within a row,
