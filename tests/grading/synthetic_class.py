@@ -34,7 +34,13 @@ PLANTED = {
                    "void segment_total(const float* x, float* out, std::int64_t n) {"),
     "d01_oob": ("d01", "  if (i < n) c[i] = a[i] + b[i];",
                 "  if (i < n) c[n > 100000 ? i + (std::int64_t{1} << 36) : i] = a[i] + b[i];"),
-    "d01_hang": ("d01", "       i += stride)", "       i += (n == 1 ? 0 : stride))"),
+    # A loop with no side effect may be assumed to end (C++ forward progress), so the hang
+    # sleeps: __nanosleep is an instruction the compiler must keep.
+    "d01_hang": ("d01", "  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * "
+                        "blockDim.x;",
+                 "  if (n == 1)\n    for (;;) __nanosleep(1000);\n"
+                 "  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * "
+                 "blockDim.x;"),
     "d01_one_block": ("d01", "    grid_blocks = static_cast<int>(std::min<std::int64_t>(needed, "
                              "std::int64_t{sms} * 8));",
                       "    grid_blocks = 1;"),

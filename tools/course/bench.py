@@ -90,6 +90,7 @@ def run_benchmark(exe: str, out_json: str, *, filter_: str = "", timeout: float 
                   extra: Optional[List[str]] = None, env=None) -> BenchRun:
     """Runs a benchmark program; its JSON goes to `out_json`. Without a GPU the program prints
     'SKIPPED: <why>' and exits 0: the run is returned with .skipped set."""
+    os.makedirs(os.path.dirname(os.path.abspath(out_json)), exist_ok=True)
     tmp = f"{out_json}.tmp.{os.getpid()}"
     args = [exe, "--benchmark_format=console", "--benchmark_out_format=json",
             f"--benchmark_out={tmp}"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -73,25 +74,38 @@ def run_check(m: Manifest, lab: Lab, *, variant: str = "lab", build_first: bool 
         if os.path.exists(log_path):
             os.remove(log_path)
     say(f"running the tests of {lab.day} ...")
+    # The SASS checks need the disassembly of the kernel library (cuobjdump, ~1 s): it runs on
+    # the CPU while the tests run on the GPU.
+    checks = lab.checks_for(variant)
+    disassembly: dict = {}
+
+    def disassemble() -> None:
+        try:
+            disassembly["ok"] = sass.disassemble(lab.programs(variant).kernel_lib, m.cuobjdump,
+                                                 os.path.join(m.binary_dir, "sass-cache"))
+        except (sass.ToolMissing, OSError, RuntimeError) as e:
+            disassembly["error"] = e
+
+    worker = threading.Thread(target=disassemble)
+    if checks:
+        worker.start()
     cases: List[R.Case] = []
     gpu = reason = ""
     for group in testrun.GROUPS:
         run = testrun.run_group(m, lab, variant, group)
         cases += run.cases
         gpu, reason = gpu or run.gpu, reason or run.no_gpu_reason
-    checks = lab.checks_for(variant)
     if checks:
-        try:
-            dis = sass.disassemble(lab.programs(variant).kernel_lib, m.cuobjdump,
-                                   os.path.join(m.binary_dir, "sass-cache"))
-        except sass.ToolMissing as e:
-            cases += [R.Case(f"sass.{c.name}", R.SKIPPED, message=str(e), exercise=c.exercise,
+        worker.join()
+        error = disassembly.get("error")
+        if isinstance(error, sass.ToolMissing):
+            cases += [R.Case(f"sass.{c.name}", R.SKIPPED, message=str(error), exercise=c.exercise,
                              kind="sass") for c in checks]
-        except (OSError, RuntimeError) as e:
-            cases += [R.Case(f"sass.{c.name}", R.NOT_RUN, message=f"not run: {e}",
+        elif error is not None:
+            cases += [R.Case(f"sass.{c.name}", R.NOT_RUN, message=f"not run: {error}",
                              exercise=c.exercise, kind="sass") for c in checks]
         else:
-            cases += [sass.check_case(m, lab, variant, c, dis) for c in checks]
+            cases += [sass.check_case(m, lab, variant, c, disassembly["ok"]) for c in checks]
     return CheckOutcome(decide(cases), cases, gpu=gpu, no_gpu_reason=reason,
                         seconds=time.monotonic() - start)
 

@@ -85,16 +85,17 @@ def display(m: Manifest, path: str) -> str:
 
 def shards_for(group: str, tests: int) -> int:
     """How many processes share a group's tests: creating a CUDA context costs ~1.3 s on an
-    H100 and a day's tests take a few seconds more, so a few processes side by side bring a
-    check near the cost of one start. Timing suites (serial) keep one process; a small machine
-    one per 4 cores. COURSE_TEST_SHARDS overrides."""
+    H100 and a day's tests take a few seconds more, so two processes side by side bring a
+    check closer to the cost of one start (more made it slower: contexts are created one after
+    the other, and ctest runs twelve day programs at once already). Timing suites (serial) keep
+    one process; a small machine one per 4 cores. COURSE_TEST_SHARDS overrides."""
     if group == "serial":
         return 1
     env = os.environ.get("COURSE_TEST_SHARDS", "")
     if env.isdigit() and int(env) > 0:
         wanted = int(env)
     else:
-        wanted = min(4, max(1, (os.cpu_count() or 1) // 4))
+        wanted = min(2, max(1, (os.cpu_count() or 1) // 4))
     return max(1, min(wanted, tests // 8 or 1))
 
 
