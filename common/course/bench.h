@@ -26,7 +26,25 @@
 //   TFLOP/s     traffic.flops / median time, when flops are given
 //   spread_%    (p90 - p10) / median: how noisy the measurement was (the subtraction adds
 //               about 2-3 us of jitter, which matters only to the shortest kernels)
+//   floor_us    when traffic.bytes > 0, the physical floor: traffic.bytes / (kFloorMargin = 1.25
+//               x the measured copy ceiling), in microseconds. No kernel moves its bytes faster
+//               than the device's copy rate; a read-only kernel legitimately reaches ~103% of a
+//               read + write copy's rate, hence the margin. A median below the floor is reported
+//               as an error ("impossible time"), never as a speed: the work was not done on
+//               every call (skipped, cached, or a launch that failed silently), or the timing
+//               is broken.
+//   recheck     1 when the output of a TIMED iteration was compared with the reference after
+//               timing and matched (measure() with a Recheck); absent when there was no
+//               re-check. A wrong timed output is reported as an error, never as a speed.
 // Register every GPU benchmark through course::bench::configure(), which sets manual time.
+//
+// Why re-check: the check before timing sees only the first call. A kernel that computes the
+// right answer once and then does nothing (or something cheaper and wrong) on the later calls
+// would be timed doing nothing. So after the timing loop, measure() poisons the output, runs
+// one more bracketed, timed iteration (its time joins the samples) and compares THAT output
+// with the reference. A kernel that could tell the audited call from the others (by looking
+// for the poison) and skip its work on the rest would be timed skipping it: the floor above
+// is what rejects such a time.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -93,10 +111,33 @@ class BracketedTimer {
 // median of an even count. `v` must not be empty.
 double percentile(std::vector<double> v, double p);
 
+// No kernel moves bytes faster than this multiple of the measured copy ceiling (floor_us).
+constexpr double kFloorMargin = 1.25;
+
+// The re-check of a timed output (see "Why re-check" above).
+struct Recheck {
+  // Run before the audited iteration, outside its bracket (before the flush that precedes
+  // `start`), so its own writes are never timed. It poisons every output (DeviceBuffer::poison()
+  // or a memset), so that an output the timed call leaves untouched fails the check; where the
+  // work is in place (the output is also an input, as SAXPY's y), it restores the input from
+  // the host copy instead, so that one application of the work gives the reference's output.
+  // Any scratch the work reads back (an intermediate buffer) is poisoned too.
+  std::function<void()> poison;
+  // Downloads the output(s) and compares them with the reference: the very check made before
+  // timing (one lambda, used for both).
+  std::function<Comparison()> check;
+};
+
 // Times `work` (which enqueues GPU work on `stream`) for as many iterations as Google
-// Benchmark asks, with a BracketedTimer, and sets the counters above.
+// Benchmark asks, with a BracketedTimer, and sets the counters above (all but recheck).
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              cudaStream_t stream = nullptr);
+// The same, then one audited iteration: recheck.poison(), a bracketed, timed call of `work`
+// (its time joins the samples of the median), recheck.check() of its output. A failed check
+// is reported as an error ("the timed output is wrong (re-checked after timing): ..."); a
+// passed one sets the counter recheck = 1.
+void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
+             const Recheck& recheck, cudaStream_t stream = nullptr);
 
 // Mark the benchmark whose figure is the day's headline (the GPU check script's table).
 inline void mark_key(benchmark::State& state) { state.counters["key"] = 1; }

@@ -72,8 +72,12 @@ double BracketedTimer::time(const std::function<void()>& work) {
   return (static_cast<double>(work_and_flush_ms) - flush_ms) * 1e-3;
 }
 
-void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
-             cudaStream_t stream) {
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+void measure_impl(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
+                  const Recheck* recheck, cudaStream_t stream) {
   BracketedTimer timer(stream);
   // Warm-up: the first launches pay for module loading, clock ramp-up and TLB misses.
   for (int i = 0; i < 3; ++i) work();
@@ -88,6 +92,26 @@ void measure(benchmark::State& state, const std::function<void()>& work, Traffic
   }
   if (seconds.empty()) return;
 
+  if (recheck != nullptr) {
+    // The audited iteration (bench.h, "Why re-check"): the check before timing saw only the
+    // first call, so a kernel that did its work once and nothing (or something cheaper and
+    // wrong) afterwards would otherwise be timed doing that. Poisoned first, and finished
+    // before the bracket opens, so that the poison's writes are neither timed nor left dirty
+    // in the L2 for the work to pay for (the flush before `start` writes them back). Timed like
+    // any other iteration: its sample joins the median's (Google Benchmark's own iteration
+    // count is fixed by the loop above, so it does not see it).
+    if (recheck->poison) recheck->poison();
+    COURSE_CUDA_CHECK(cudaDeviceSynchronize());  // the poison may be on another stream
+    seconds.push_back(timer.time(work));         // returns once the work's stop event has passed
+    const Comparison check = recheck->check();
+    if (!check.ok) {
+      state.SkipWithError(
+          ("the timed output is wrong (re-checked after timing): " + first_line(check.message))
+              .c_str());
+      return;
+    }
+  }
+
   const double median = percentile(seconds, 0.5);
   if (median <= 0.0) {
     state.SkipWithError("the work takes less time than the L2 flush's jitter: time a larger size");
@@ -96,12 +120,36 @@ void measure(benchmark::State& state, const std::function<void()>& work, Traffic
   state.counters["median_us"] = median * 1e6;
   state.counters["spread_%"] =
       100.0 * (percentile(seconds, 0.9) - percentile(seconds, 0.1)) / median;
+  if (recheck != nullptr) state.counters["recheck"] = 1;
   if (traffic.bytes > 0) {
+    const double ceiling_gbs = measured_copy_bandwidth_gbs();
+    const double floor_seconds = traffic.bytes / (kFloorMargin * ceiling_gbs * 1e9);
+    state.counters["floor_us"] = floor_seconds * 1e6;
+    if (median < floor_seconds) {
+      // median_us and floor_us stay in the report, so that the error can be read with them.
+      state.SkipWithError(
+          "impossible time: faster than the physical floor (bytes moved / 1.25x the measured "
+          "copy rate): is the kernel doing its work on every call?");
+      return;
+    }
     const double gbs = traffic.bytes / median / 1e9;
     state.counters["GB/s"] = gbs;
-    state.counters["%copy"] = 100.0 * gbs / measured_copy_bandwidth_gbs();
+    state.counters["%copy"] = 100.0 * gbs / ceiling_gbs;
   }
   if (traffic.flops > 0) state.counters["TFLOP/s"] = traffic.flops / median / 1e12;
+}
+
+}  // namespace
+
+void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
+             cudaStream_t stream) {
+  measure_impl(state, work, traffic, nullptr, stream);
+}
+
+void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
+             const Recheck& recheck, cudaStream_t stream) {
+  require(static_cast<bool>(recheck.check), "course::bench::measure: a Recheck needs a check");
+  measure_impl(state, work, traffic, &recheck, stream);
 }
 
 void configure(benchmark::internal::Benchmark* b) {
@@ -114,8 +162,8 @@ void configure(benchmark::internal::Benchmark* b) {
 
 bool verified(benchmark::State& state, const Comparison& check) {
   if (check.ok) return true;
-  const std::string first_line = check.message.substr(0, check.message.find('\n'));
-  state.SkipWithError(("output does not match the reference, not timed: " + first_line).c_str());
+  state.SkipWithError(
+      ("output does not match the reference, not timed: " + first_line(check.message)).c_str());
   return false;
 }
 

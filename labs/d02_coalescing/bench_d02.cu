@@ -38,12 +38,13 @@ using course::half;
 namespace ref = course::reference;
 
 // Random inputs, drawn once per process and shape: 64 M random values take longer to draw than a
-// benchmark takes to run. `seed` also names the range, so that one key always means one array.
+// benchmark takes to run. `salt` also names the range, so that one key always means one array;
+// the values come from course::seed_for(salt), so from the run's seed (COURSE_SEED).
 template <class T>
-const std::vector<T>& random_input(std::size_t n, std::uint64_t seed, double lo, double hi) {
+const std::vector<T>& random_input(std::size_t n, std::uint64_t salt, double lo, double hi) {
   static std::map<std::pair<std::size_t, std::uint64_t>, std::vector<T>> inputs;
-  std::vector<T>& v = inputs[{n, seed}];
-  if (v.size() != n) v = course::random_uniform<T>(n, seed, lo, hi);
+  std::vector<T>& v = inputs[{n, salt}];
+  if (v.size() != n) v = course::random_uniform<T>(n, course::seed_for(salt), lo, hi);
   return v;
 }
 template <class T>
@@ -59,6 +60,10 @@ double bytes_of(std::int64_t elements, std::size_t element_bytes) {
   return static_cast<double>(elements) * static_cast<double>(element_bytes);
 }
 
+// Every benchmark below checks its output once before timing and again after (course::bench::
+// Recheck): `poison` poisons the output(s), `check` downloads and compares them, the same
+// lambda both times.
+
 // ---------------------------------------------------------------- copies: range(0) = n
 
 template <class T>
@@ -66,15 +71,18 @@ void BM_copy_cudaMemcpy(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   const std::vector<T>& host = unit_input<T>(static_cast<std::size_t>(n));
   DeviceBuffer<T> x(host), y(host.size());
-  y.poison();
   const auto copy = [&] {
     COURSE_CUDA_CHECK(cudaMemcpyAsync(y.data(), x.data(), x.bytes(), cudaMemcpyDeviceToDevice));
   };
+  const auto poison = [&] { y.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(
+        y.download(), [&](std::size_t i) { return course::to_double(host[i]); });
+  };
+  poison();
   copy();
-  const auto check = course::bench::compare_sampled(
-      y.download(), [&](std::size_t i) { return course::to_double(host[i]); });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, copy, {2.0 * bytes_of(n, sizeof(T)), 0.0});
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, copy, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
 template <class T>
@@ -82,13 +90,16 @@ void BM_copy_1_coalesced(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   const std::vector<T>& host = unit_input<T>(static_cast<std::size_t>(n));
   DeviceBuffer<T> x(host), y(host.size());
-  y.poison();
-  d02::copy_1_coalesced(x.data(), y.data(), n);
-  const auto check = course::bench::compare_sampled(
-      y.download(), [&](std::size_t i) { return course::to_double(host[i]); });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d02::copy_1_coalesced(x.data(), y.data(), n); },
-                         {2.0 * bytes_of(n, sizeof(T)), 0.0});
+  const auto run = [&] { d02::copy_1_coalesced(x.data(), y.data(), n); };
+  const auto poison = [&] { y.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(
+        y.download(), [&](std::size_t i) { return course::to_double(host[i]); });
+  };
+  poison();
+  run();
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
 // range(0) = n, range(1) = stride.
@@ -96,13 +107,16 @@ void BM_copy_1_strided(benchmark::State& state) {
   const std::int64_t n = state.range(0), stride = state.range(1);
   const std::vector<float>& host = unit_input<float>(static_cast<std::size_t>(n));
   DeviceBuffer<float> x(host), y(host.size());
-  y.poison();
-  d02::copy_1_strided(x.data(), y.data(), n, stride);
-  const auto check = course::bench::compare_sampled(
-      y.download(), [&](std::size_t i) { return static_cast<double>(host[i]); });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d02::copy_1_strided(x.data(), y.data(), n, stride); },
-                         {2.0 * bytes_of(n, sizeof(float)), 0.0});
+  const auto run = [&] { d02::copy_1_strided(x.data(), y.data(), n, stride); };
+  const auto poison = [&] { y.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(
+        y.download(), [&](std::size_t i) { return static_cast<double>(host[i]); });
+  };
+  poison();
+  run();
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(float)), 0.0}, {poison, check});
 }
 
 // range(0) = n, range(1) = offset of both pointers in elements (1: not 16-byte aligned, so the
@@ -114,15 +128,18 @@ void BM_copy_2_vectorized(benchmark::State& state) {
   const std::vector<T>& host = unit_input<T>(static_cast<std::size_t>(n));
   DeviceBuffer<T> x(offset + host.size()), y(offset + host.size());
   x.upload(host, offset);
-  y.poison();
   const T* in = x.data() + offset;
   T* out = y.data() + offset;
-  d02::copy_2_vectorized(in, out, n);
-  const auto check = course::bench::compare_sampled(
-      y.download(offset), [&](std::size_t i) { return course::to_double(host[i]); });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d02::copy_2_vectorized(in, out, n); },
-                         {2.0 * bytes_of(n, sizeof(T)), 0.0});
+  const auto run = [&] { d02::copy_2_vectorized(in, out, n); };
+  const auto poison = [&] { y.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(
+        y.download(offset), [&](std::size_t i) { return course::to_double(host[i]); });
+  };
+  poison();
+  run();
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
 // ---------------------------------------------------------------- GeLU: range(0) = n
@@ -132,13 +149,16 @@ void BM_gelu(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   const std::vector<T>& host = activation_input<T>(static_cast<std::size_t>(n));
   DeviceBuffer<T> x(host), y(host.size());
-  y.poison();
-  d02::gelu(x.data(), y.data(), n);
-  const auto check = course::bench::compare_sampled(
-      y.download(), [&](std::size_t i) { return ref::gelu_tanh(course::to_double(host[i])); });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d02::gelu(x.data(), y.data(), n); },
-                         {2.0 * bytes_of(n, sizeof(T)), 0.0});
+  const auto run = [&] { d02::gelu(x.data(), y.data(), n); };
+  const auto poison = [&] { y.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(
+        y.download(), [&](std::size_t i) { return ref::gelu_tanh(course::to_double(host[i])); });
+  };
+  poison();
+  run();
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
 // ---------------------------------------------------------------- add-bias + GeLU: rows, cols
@@ -166,19 +186,26 @@ void BM_add_bias_gelu_unfused(benchmark::State& state) {
   const std::vector<T>& host_x = activation_input<T>(static_cast<std::size_t>(rows * cols));
   const std::vector<T>& host_bias = unit_input<T>(static_cast<std::size_t>(cols));
   DeviceBuffer<T> x(host_x), bias(host_bias), tmp(host_x.size()), y(host_x.size());
-  y.poison();
   const auto run = [&] {
     d02::add_bias_gelu_unfused(x.data(), bias.data(), tmp.data(), y.data(), rows, cols);
   };
-  run();
+  // tmp too: a chain that skipped its first kernel on later calls would otherwise find the
+  // previous call's x + bias there, and its y would still be right.
+  const auto poison = [&] {
+    tmp.poison();
+    y.poison();
+  };
   // The chain rounds x + bias to T in tmp before GeLU reads it.
-  if (!course::bench::verified(state, check_add_bias_gelu(y.download(), host_x, host_bias, cols,
-                                                          /*round_sum=*/true)))
-    return;
-  course::bench::measure(state, run, add_bias_gelu_traffic<T>(rows, cols));
+  const auto check = [&] {
+    return check_add_bias_gelu(y.download(), host_x, host_bias, cols, /*round_sum=*/true);
+  };
+  poison();
+  run();
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, add_bias_gelu_traffic<T>(rows, cols), {poison, check});
   // What the chain really moves: x read, tmp written, tmp read, y written (and the bias).
   const double chain_bytes = 4.0 * bytes_of(rows * cols, sizeof(T)) + bytes_of(cols, sizeof(T));
-  if (state.counters.count("median_us"))
+  if (!state.error_occurred() && state.counters.count("median_us"))
     state.counters["chain_GB/s"] = chain_bytes / (state.counters["median_us"].value * 1e3);
 }
 
@@ -188,13 +215,15 @@ void BM_add_bias_gelu_fused(benchmark::State& state) {
   const std::vector<T>& host_x = activation_input<T>(static_cast<std::size_t>(rows * cols));
   const std::vector<T>& host_bias = unit_input<T>(static_cast<std::size_t>(cols));
   DeviceBuffer<T> x(host_x), bias(host_bias), y(host_x.size());
-  y.poison();
   const auto run = [&] { d02::add_bias_gelu_fused(x.data(), bias.data(), y.data(), rows, cols); };
+  const auto poison = [&] { y.poison(); };
+  const auto check = [&] {
+    return check_add_bias_gelu(y.download(), host_x, host_bias, cols, /*round_sum=*/false);
+  };
+  poison();
   run();
-  if (!course::bench::verified(state, check_add_bias_gelu(y.download(), host_x, host_bias, cols,
-                                                          /*round_sum=*/false)))
-    return;
-  course::bench::measure(state, run, add_bias_gelu_traffic<T>(rows, cols));
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, add_bias_gelu_traffic<T>(rows, cols), {poison, check});
   if (std::is_same_v<T, float> && rows == 8192 && cols == 8192) course::bench::mark_key(state);
 }
 
@@ -205,17 +234,20 @@ void BM_silu_and_mul(benchmark::State& state) {
   const std::int64_t rows = state.range(0), d = state.range(1);
   const std::vector<T>& host = activation_input<T>(static_cast<std::size_t>(rows * 2 * d));
   DeviceBuffer<T> input(host), out(static_cast<std::size_t>(rows * d));
-  out.poison();
-  d02::silu_and_mul(input.data(), out.data(), rows, d);
-  const auto check = course::bench::compare_sampled(out.download(), [&](std::size_t i) {
-    const std::size_t r = i / static_cast<std::size_t>(d), c = i % static_cast<std::size_t>(d);
-    const std::size_t row = r * 2 * static_cast<std::size_t>(d);
-    return ref::silu(course::to_double(host[row + c])) *
-           course::to_double(host[row + static_cast<std::size_t>(d) + c]);
-  });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, [&] { d02::silu_and_mul(input.data(), out.data(), rows, d); },
-                         {3.0 * bytes_of(rows * d, sizeof(T)), 0.0});
+  const auto run = [&] { d02::silu_and_mul(input.data(), out.data(), rows, d); };
+  const auto poison = [&] { out.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(out.download(), [&](std::size_t i) {
+      const std::size_t r = i / static_cast<std::size_t>(d), c = i % static_cast<std::size_t>(d);
+      const std::size_t row = r * 2 * static_cast<std::size_t>(d);
+      return ref::silu(course::to_double(host[row + c])) *
+             course::to_double(host[row + static_cast<std::size_t>(d) + c]);
+    });
+  };
+  poison();
+  run();
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, {3.0 * bytes_of(rows * d, sizeof(T)), 0.0}, {poison, check});
 }
 
 // ---------------------------------------------------------------- registration

@@ -3,6 +3,8 @@
 // next to a device-to-device cudaMemcpy of the same bytes, the ceiling a transpose can approach
 // (a transpose reads and writes each element once, exactly like a copy).
 // The headline (mark_key) is transpose_5_vectorized on 8192 x 8192 float32.
+// Every output is checked before timing and again after (course::bench::Recheck): `poison`
+// poisons the output, `check` downloads and compares it, the same lambda both times.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -29,12 +31,13 @@ template <class T>
 using Launcher = void (*)(const T*, T*, std::int64_t, std::int64_t);
 
 // The input of each shape, drawn once per process: 64 M random values take longer to draw than
-// a benchmark takes to run.
+// a benchmark takes to run. From the run's seed (COURSE_SEED), through course::seed_for.
 template <class T>
 const std::vector<T>& input(std::int64_t rows, std::int64_t cols) {
   static std::map<std::pair<std::int64_t, std::int64_t>, std::vector<T>> inputs;
   std::vector<T>& v = inputs[{rows, cols}];
-  if (v.empty()) v = course::random_uniform<T>(static_cast<std::size_t>(rows * cols), 4);
+  if (v.empty())
+    v = course::random_uniform<T>(static_cast<std::size_t>(rows * cols), course::seed_for(4));
   return v;
 }
 
@@ -44,21 +47,25 @@ course::bench::Traffic traffic(std::int64_t rows, std::int64_t cols) {
   return {2.0 * static_cast<double>(sizeof(T)) * static_cast<double>(rows * cols), 0.0};
 }
 
-// range(0) = rows, range(1) = cols. Checks a sample of the output against the input, then times.
+// range(0) = rows, range(1) = cols. Checks a sample of the output against the input, times, and
+// checks the output of a timed call again.
 template <class T>
 void run_transpose(benchmark::State& state, Launcher<T> launch, bool key) {
   const std::int64_t rows = state.range(0), cols = state.range(1);
   const std::vector<T>& host_in = input<T>(rows, cols);
   DeviceBuffer<T> in(host_in), out(host_in.size());
-  out.poison();
-  launch(in.data(), out.data(), rows, cols);
-  const auto check = course::bench::compare_sampled(out.download(), [&](std::size_t i) {
-    return course::to_double(host_in[course::reference::transpose_source_index(
-        static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), i)]);
-  });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(
-      state, [&] { launch(in.data(), out.data(), rows, cols); }, traffic<T>(rows, cols));
+  const auto run = [&] { launch(in.data(), out.data(), rows, cols); };
+  const auto poison = [&] { out.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(out.download(), [&](std::size_t i) {
+      return course::to_double(host_in[course::reference::transpose_source_index(
+          static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), i)]);
+    });
+  };
+  poison();
+  run();
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, run, traffic<T>(rows, cols), {poison, check});
   if (key) course::bench::mark_key(state);
 }
 
@@ -90,15 +97,18 @@ void BM_copy_cudaMemcpy(benchmark::State& state) {
   const std::int64_t rows = state.range(0), cols = state.range(1);
   const std::vector<T>& host_in = input<T>(rows, cols);
   DeviceBuffer<T> in(host_in), out(host_in.size());
-  out.poison();
   const auto copy = [&] {
     COURSE_CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(), in.bytes(), cudaMemcpyDeviceToDevice));
   };
+  const auto poison = [&] { out.poison(); };
+  const auto check = [&] {
+    return course::bench::compare_sampled(
+        out.download(), [&](std::size_t i) { return course::to_double(host_in[i]); });
+  };
+  poison();
   copy();
-  const auto check = course::bench::compare_sampled(
-      out.download(), [&](std::size_t i) { return course::to_double(host_in[i]); });
-  if (!course::bench::verified(state, check)) return;
-  course::bench::measure(state, copy, traffic<T>(rows, cols));
+  if (!course::bench::verified(state, check())) return;
+  course::bench::measure(state, copy, traffic<T>(rows, cols), {poison, check});
 }
 
 // Manual timing (course::bench::configure), and the shapes: square; non-square (a different
