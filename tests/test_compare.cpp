@@ -145,4 +145,163 @@ TEST(Compare, IntegersMustMatchExactly) {
   EXPECT_FALSE(compare(std::vector<int>{1, 2, 4}, ref).ok);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The rounding check: a 16-bit output must be the reference rounded to nearest even.
+
+// float32 values spread over many binades and both signs (and their float64 copies): what a
+// kernel's float32 result before its final rounding looks like.
+std::vector<double> float_results(std::size_t n) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double magnitude =
+        std::ldexp(1.0 + static_cast<double>((i * 2654435761u) % 1000003) / 1000003.0,
+                   static_cast<int>(i % 24) - 12);
+    v[i] = static_cast<float>(i % 3 ? magnitude : -magnitude);
+  }
+  return v;
+}
+
+// What the GPU stores for each float32 result with the given float -> T conversion.
+template <class T, class Convert>
+std::vector<T> converted(const std::vector<double>& ref, Convert convert) {
+  std::vector<T> out(ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) out[i] = convert(static_cast<float>(ref[i]));
+  return out;
+}
+
+// A kernel's float32 error bound of a few ulps, as the lab tests choose it.
+constexpr double kFewFloatUlps = 4.0 / (1 << 24);
+
+TEST(RoundingCheck, RoundsToNearestEvenExactlyInFloat64) {
+  using course::kBFloat16Format;
+  using course::kFloat16Format;
+  using course::round_nearest_even;
+  using course::round_toward_zero;
+  // bfloat16 keeps 8 significant bits: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 (even: 1).
+  EXPECT_EQ(round_nearest_even(1.0 + 0x1p-8, kBFloat16Format), 1.0);
+  EXPECT_EQ(round_nearest_even(1.0 + 3 * 0x1p-8, kBFloat16Format), 1.0 + 0x1p-6);
+  EXPECT_EQ(round_nearest_even(1.0 + 0x1p-8 + 0x1p-20, kBFloat16Format), 1.0 + 0x1p-7);
+  EXPECT_EQ(round_nearest_even(-(1.0 + 0x1p-8 + 0x1p-20), kBFloat16Format), -(1.0 + 0x1p-7));
+  EXPECT_EQ(round_toward_zero(1.0 + 0x1p-7 - 0x1p-20, kBFloat16Format), 1.0);
+  EXPECT_EQ(round_toward_zero(-(1.0 + 0x1p-7 - 0x1p-20), kBFloat16Format), -1.0);
+  // float16: 11 bits; subnormals below 2^-14 are spaced 2^-24; past 65520 it overflows.
+  EXPECT_EQ(round_nearest_even(1.0 + 0x1p-11 + 0x1p-30, kFloat16Format), 1.0 + 0x1p-10);
+  EXPECT_EQ(round_nearest_even(3.4 * 0x1p-24, kFloat16Format), 3 * 0x1p-24);
+  EXPECT_EQ(round_nearest_even(65519.0, kFloat16Format), 65504.0);
+  EXPECT_TRUE(std::isinf(round_nearest_even(65520.0, kFloat16Format)));
+  EXPECT_EQ(round_toward_zero(70000.0, kFloat16Format), 65504.0);
+  // And it agrees with CUDA's own conversions on the host.
+  for (const double v : float_results(5000)) {
+    const auto f = static_cast<float>(v);
+    ASSERT_EQ(round_nearest_even(v, kFloat16Format),
+              DType<course::half>::to_double(__float2half_rn(f)))
+        << v;
+    ASSERT_EQ(round_nearest_even(v, kBFloat16Format),
+              DType<course::bfloat16>::to_double(__float2bfloat16_rn(f)))
+        << v;
+    ASSERT_EQ(round_toward_zero(v, kFloat16Format),
+              DType<course::half>::to_double(__float2half_rz(f)))
+        << v;
+    ASSERT_EQ(round_toward_zero(v, kBFloat16Format),
+              DType<course::bfloat16>::to_double(__float2bfloat16_rz(f)))
+        << v;
+  }
+}
+
+TEST(RoundingCheck, PassesRoundToNearestEven) {
+  const auto ref = float_results(4096);
+  const auto f16 = course::check_rounding(
+      converted<course::half>(ref, [](float f) { return __float2half_rn(f); }), ref, kFewFloatUlps);
+  EXPECT_TRUE(f16.ok) << f16.message;
+  const auto bf16 = course::check_rounding(
+      converted<course::bfloat16>(ref, [](float f) { return __float2bfloat16_rn(f); }), ref,
+      kFewFloatUlps);
+  EXPECT_TRUE(bf16.ok) << bf16.message;
+  // Nearly every element is checked: few lie within a few float32 ulps of a midpoint.
+  EXPECT_GT(bf16.checked, ref.size() * 99 / 100);
+  EXPECT_GT(f16.checked, ref.size() * 9 / 10);
+}
+
+TEST(RoundingCheck, CatchesTruncationAndSaysSo) {
+  const auto ref = float_results(4096);
+  CompareOptions options;
+  options.what = "y";
+  const auto bf16 = course::check_rounding(
+      converted<course::bfloat16>(ref, [](float f) { return __float2bfloat16_rz(f); }), ref,
+      kFewFloatUlps, options);
+  EXPECT_FALSE(bf16.ok);
+  EXPECT_GT(bf16.wrong, ref.size() / 4);  // about half of all values round up to nearest
+  EXPECT_EQ(bf16.toward_zero, bf16.wrong);
+  EXPECT_NE(bf16.message.find("rounded toward zero"), std::string::npos) << bf16.message;
+  EXPECT_NE(bf16.message.find("__float2bfloat16_rn"), std::string::npos) << bf16.message;
+  EXPECT_NE(bf16.message.find("the nearest bfloat16 to"), std::string::npos) << bf16.message;
+  const auto f16 = course::check_rounding(
+      converted<course::half>(ref, [](float f) { return __float2half_rz(f); }), ref, kFewFloatUlps,
+      options);
+  EXPECT_FALSE(f16.ok);
+  EXPECT_EQ(f16.toward_zero, f16.wrong);
+  EXPECT_NE(f16.message.find("__float2half_rn"), std::string::npos) << f16.message;
+}
+
+TEST(RoundingCheck, CatchesTruncationThatTheToleranceLetsThrough) {
+  // The reason the check exists: course::compare accepts the truncated output.
+  const auto ref = float_results(4096);
+  const auto truncated =
+      converted<course::bfloat16>(ref, [](float f) { return __float2bfloat16_rz(f); });
+  EXPECT_TRUE(compare(truncated, ref).ok);
+  EXPECT_FALSE(course::check_rounding(truncated, ref, kFewFloatUlps).ok);
+}
+
+TEST(RoundingCheck, BlamesAnIntermediateWhenResultsAreOffBothWays) {
+  // y = a * b with a rounded to bfloat16 first: the product lands one step off either way.
+  const auto a = float_results(4096);
+  std::vector<double> ref(a.size());
+  std::vector<course::bfloat16> got(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double b = 1.0 + static_cast<double>(i % 97) / 97.0;
+    ref[i] = static_cast<float>(a[i] * b);
+    const float a16 = __bfloat162float(__float2bfloat16_rn(static_cast<float>(a[i])));
+    got[i] = __float2bfloat16_rn(a16 * static_cast<float>(b));
+  }
+  const auto c = course::check_rounding(got, ref, kFewFloatUlps);
+  EXPECT_FALSE(c.ok);
+  EXPECT_LT(c.toward_zero, c.wrong);
+  EXPECT_NE(c.message.find("Keep every intermediate in float32"), std::string::npos) << c.message;
+}
+
+TEST(RoundingCheck, SkipsElementsNearAMidpointAndUsesPerElementBounds) {
+  // 1 + 2^-8 (1 + 2^-20) lies just above a bfloat16 midpoint: with a float32 error bound wider
+  // than that distance either neighbour is acceptable, so the element is not checked.
+  const std::vector<double> ref = {1.0 + 0x1p-8 + 0x1p-28, 2.5};
+  const std::vector<course::bfloat16> got = {__float2bfloat16_rn(1.0f), __float2bfloat16_rn(2.5f)};
+  const auto wide = course::check_rounding(got, ref, std::vector<double>{0x1p-20, 0.0});
+  EXPECT_TRUE(wide.ok) << wide.message;
+  EXPECT_EQ(wide.checked, 1u);
+  const auto narrow = course::check_rounding(got, ref, std::vector<double>{0x1p-30, 0.0});
+  EXPECT_FALSE(narrow.ok);
+  EXPECT_EQ(narrow.checked, 2u);
+}
+
+TEST(RoundingCheck, ReportsUnwrittenElementsAndMatrixPositions) {
+  const auto ref = float_results(12);
+  auto got = converted<course::half>(ref, [](float f) { return __float2half_rn(f); });
+  got[7] = DType<course::half>::poison();
+  CompareOptions options;
+  options.cols = 4;
+  const auto c = course::check_rounding(got, ref, kFewFloatUlps, options);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.unwritten, 1u);
+  EXPECT_EQ(c.first_bad, 7);
+  EXPECT_NE(c.message.find("never written"), std::string::npos) << c.message;
+  EXPECT_NE(c.message.find("[1, 3]"), std::string::npos) << c.message;
+}
+
+TEST(RoundingCheck, RequiresNaNWhereTheReferenceIsNaN) {
+  const std::vector<double> ref = {1.0, std::numeric_limits<double>::quiet_NaN()};
+  const std::vector<course::half> good = {__float2half_rn(1.0f), __float2half_rn(NAN)};
+  const std::vector<course::half> bad = {__float2half_rn(1.0f), __float2half_rn(0.0f)};
+  EXPECT_TRUE(course::check_rounding(good, ref, kFewFloatUlps).ok);
+  EXPECT_FALSE(course::check_rounding(bad, ref, kFewFloatUlps).ok);
+}
+
 }  // namespace

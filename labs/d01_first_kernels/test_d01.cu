@@ -9,6 +9,7 @@
 
 #include "course/buffer.h"
 #include "course/device.h"
+#include "course/large.h"
 #include "course/random.h"
 #include "course/reference/elementwise.h"
 #include "course/testing.h"
@@ -23,7 +24,16 @@ using course::DeviceBuffer;
 // for a kernel that does nothing, so on its own it could not tell a solved exercise from a starter.
 const std::int64_t kSizes[] = {1, 31, 32, 33, 255, 257, (1 << 20) + 3};
 
+// Indices past 2^31 (the *LargeIndex suites): n = 2^31 + 2^24 + 17 elements. An index computed in
+// 32 bits (int i = blockIdx.x * blockDim.x + threadIdx.x) wraps at 2^31, so only an array this long
+// shows it. The inputs are filled on the GPU with a pattern the host recomputes at any index
+// (course/large.h), and the output is checked at the indices that matter: the start, both sides
+// of 2^31, the end, and a few hundred in between. They run alone on the GPU (SERIAL_SUITES).
+constexpr std::int64_t kLargeN = course::kLargeCount;
+
 // ---------------------------------------------------------------- Exercise 1: vector add
+COURSE_POINTS(VectorAdd, 15);
+
 class VectorAdd : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
 
 TEST_P(VectorAdd, MatchesTheReferenceForEverySize) {
@@ -78,7 +88,32 @@ TEST_F(VectorAddBounds, AcceptsAnEmptyInputThenAddsOneElement) {
                       course::reference::vector_add(course::as_doubles(a), course::as_doubles(b)));
 }
 
+class VectorAddLargeIndex : public course::GpuTest {};
+
+TEST_F(VectorAddLargeIndex, AddsElementsPastTwoToThe31) {
+  const std::int64_t n = kLargeN;
+  const auto count = static_cast<std::size_t>(n);
+  COURSE_SKIP_UNLESS_GPU_MEMORY(3 * count * sizeof(float));  // a, b and c: 24 GiB
+  const course::Pattern pa{course::seed_for(101), -1.0, 1.0}, pb{course::seed_for(102), -1.0, 1.0};
+  DeviceBuffer<float> a(count), b(count), c(count);
+  course::fill_pattern(a.data(), n, pa);
+  course::fill_pattern(b.data(), n, pb);
+  course::poison_on_device(c.data(), n);
+  d01::vector_add(a.data(), b.data(), c.data(), n);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto at = course::large_sample_indices(n, course::seed_for(103));
+  std::vector<double> want(at.size());
+  for (std::size_t k = 0; k < at.size(); ++k)
+    want[k] = course::pattern_double_value<float>(pa, at[k]) +
+              course::pattern_double_value<float>(pb, at[k]);
+  course::CompareOptions options;
+  options.what = "c of vector_add with n = 2^31 + 2^24 + 17 (TODO d01.1: i as int64_t)";
+  COURSE_EXPECT_SAMPLES_MATCH(course::gather(c.data(), n, at), want, at, options);
+}
+
 // ---------------------------------------------------------------- Exercise 2: SAXPY
+COURSE_POINTS(Saxpy, 20);
+
 struct SaxpyCase {
   std::int64_t n;
   int grid_blocks;  // 0 = the launcher chooses
@@ -142,7 +177,42 @@ TEST_F(SaxpyBounds, AcceptsAnEmptyInputThenUpdatesOneElement) {
       dy.download(), course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)));
 }
 
+class SaxpyLargeIndex : public course::GpuTest {};
+
+TEST_F(SaxpyLargeIndex, UpdatesElementsPastTwoToThe31WithTheLaunchersGrid) {
+  // The grid-stride loop's i reaches 2^31 and beyond: an int i (or an int stride) wraps there.
+  const std::int64_t n = kLargeN;
+  const auto count = static_cast<std::size_t>(n);
+  COURSE_SKIP_UNLESS_GPU_MEMORY(2 * count * sizeof(float));  // x and y: 16 GiB
+  const float alpha = -1.25f;
+  const course::Pattern px{course::seed_for(104), -1.0, 1.0}, py{course::seed_for(105), -1.0, 1.0};
+  DeviceBuffer<float> x(count), y(count);
+  course::fill_pattern(x.data(), n, px);
+  course::fill_pattern(y.data(), n, py);
+  d01::saxpy(alpha, x.data(), y.data(), n);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto at = course::large_sample_indices(n, course::seed_for(106));
+  const auto got = course::gather(y.data(), n, at);
+  std::vector<double> want(at.size());
+  std::size_t unchanged = 0;
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    const float y0 = course::pattern_value<float>(py, at[k]);
+    want[k] = alpha * course::pattern_double_value<float>(px, at[k]) + y0;
+    unchanged += course::DType<float>::to_bits(got[k]) == course::DType<float>::to_bits(y0);
+  }
+  ASSERT_LT(unchanged, at.size())
+      << "y is exactly as it was at every one of the " << at.size() << " indices checked: nothing "
+      << "was updated. Does the kernel write y[i] = alpha * x[i] + y[i]? (TODO d01.2)";
+  course::CompareOptions options;
+  options.what =
+      "y of saxpy with n = 2^31 + 2^24 + 17 and the launcher's grid (TODO d01.2: i and the "
+      "stride as int64_t)";
+  COURSE_EXPECT_SAMPLES_MATCH(got, want, at, options);
+}
+
 // ---------------------------------------------------------------- Exercise 3: device query
+COURSE_POINTS(DeviceQuery, 5);
+
 class DeviceQuery : public course::GpuTest {};
 
 TEST_F(DeviceQuery, AgreesWithTheDriver) {
@@ -166,10 +236,15 @@ TEST_F(DeviceQuery, AgreesWithTheDriver) {
 }
 
 // ---------------------------------------------------------------- Exercise 4: timing
+COURSE_POINTS(Timing, 20);
+
 // The work: one kernel that spins for kSpinUs microseconds of GPU time.
 constexpr double kSpinUs = 2000.0;
 constexpr double kSpinMs = kSpinUs / 1000.0;
 const auto kSpin = [] { d01::spin(kSpinUs); };
+// Work queued BEFORE a timed region, which an honest timer must leave out.
+constexpr double kEarlierUs = 20000.0;
+constexpr double kEarlierMs = kEarlierUs / 1000.0;
 
 class Timing : public course::GpuTest {
  protected:
@@ -228,6 +303,48 @@ TEST_F(Timing, EventsDoNotIncludeEarlierWork) {
   EXPECT_LT(ms, 3.0 * kSpinMs)
       << "the events must be recorded on the stream around work() only; earlier work queued "
          "on the stream is not part of the measurement";
+}
+
+// The helpers that are meant to time work() alone, each called with kEarlierMs of spinning
+// already queued: what they report must be the 2 ms kernel, far below the 22 ms that end with it.
+TEST_F(Timing, HostClockWithSyncLeavesOutWorkQueuedBefore) {
+  d01::spin(kEarlierUs);
+  const double ms = d01::time_with_host_clock_synced(kSpin);
+  expect_written(ms, "time_with_host_clock_synced");
+  if (HasFatalFailure()) return;
+  EXPECT_GE(ms, 0.95 * kSpinMs) << "the kernel spins for " << kSpinMs
+                                << " ms: synchronise before stopping the clock";
+  EXPECT_LT(ms, kSpinMs + 5.0)
+      << "time_with_host_clock_synced measured " << ms << " ms for a " << kSpinMs
+      << " ms kernel that was queued behind " << kEarlierMs << " ms of earlier work: the earlier "
+      << "work was timed too. Call cudaDeviceSynchronize() BEFORE starting the clock, so that "
+      << "only work() is inside (TODO d01.4b, lesson §5.2)";
+}
+
+TEST_F(Timing, HostClockWithoutSyncReturnsAtOnceEvenBehindQueuedWork) {
+  // The trap of 4a, as the lesson shows it: a launch returns as soon as the kernel is queued,
+  // even behind 20 ms of other work, so the host clock sees only the launch.
+  d01::spin(kEarlierUs);
+  const double ms = d01::time_with_host_clock(kSpin);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_written(ms, "time_with_host_clock");
+  if (HasFatalFailure()) return;
+  EXPECT_GE(ms, 0.0);
+  EXPECT_LT(ms, 0.5 * kSpinMs)
+      << "time_with_host_clock measured " << ms << " ms: it waited for the GPU. 4a is the trap on "
+      << "purpose (lesson §5.1): read the clock before and after work() and nothing else";
+}
+
+TEST_F(Timing, RepeatedTrialsLeaveOutWorkQueuedBefore) {
+  d01::spin(kEarlierUs);
+  const d01::TimingStats s = d01::time_repeated(kSpin, /*trials=*/5, /*warmup=*/0);
+  ASSERT_NE(s.median_ms, -1.0) << "time_repeated is not written yet (TODO d01.4d)";
+  EXPECT_NEAR(s.median_ms, kSpinMs, 0.2 * kSpinMs) << "every trial runs the same 2 ms kernel";
+  EXPECT_LT(s.max_ms, 3.0 * kSpinMs)
+      << "the slowest of 5 trials of a " << kSpinMs << " ms kernel took " << s.max_ms
+      << " ms: the first trial included the " << kEarlierMs << " ms of work queued before "
+      << "time_repeated was called. Time each trial with time_with_events, whose events bracket "
+      << "work() alone in stream order (TODO d01.4d, lesson §5.3)";
 }
 
 TEST_F(Timing, RepeatedTrialsWarmUpAndReportTheMedian) {

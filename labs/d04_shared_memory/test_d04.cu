@@ -18,6 +18,7 @@
 
 #include "course/buffer.h"
 #include "course/dtype.h"
+#include "course/large.h"
 #include "course/random.h"
 #include "course/reference/transpose.h"
 #include "course/testing.h"
@@ -146,6 +147,8 @@ void expect_transpose(const Variant& v, const Shape& s, std::size_t offset = 0) 
 class TransposeTest : public course::GpuTest, public ::testing::WithParamInterface<Shape> {};
 
 // ---------------------------------------------------------------- Exercise 1: naive
+COURSE_POINTS(Transpose1Naive, 10);
+
 class Transpose1Naive : public TransposeTest {};
 TEST_P(Transpose1Naive, MovesEveryElementToItsTransposedPlace) {
   expect_transpose(kNaive, GetParam());
@@ -153,6 +156,8 @@ TEST_P(Transpose1Naive, MovesEveryElementToItsTransposedPlace) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose1Naive, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 2: shared memory
+COURSE_POINTS(Transpose2Smem, 15);
+
 class Transpose2Smem : public TransposeTest {};
 TEST_P(Transpose2Smem, MovesEveryElementToItsTransposedPlace) {
   expect_transpose(kSmem, GetParam());
@@ -160,6 +165,8 @@ TEST_P(Transpose2Smem, MovesEveryElementToItsTransposedPlace) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose2Smem, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 3: padded
+COURSE_POINTS(Transpose3Padded, 10);
+
 class Transpose3Padded : public TransposeTest {};
 TEST_P(Transpose3Padded, MovesEveryElementToItsTransposedPlace) {
   expect_transpose(kPadded, GetParam());
@@ -167,6 +174,8 @@ TEST_P(Transpose3Padded, MovesEveryElementToItsTransposedPlace) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose3Padded, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 4: swizzled
+COURSE_POINTS(Transpose4Swizzled, 10);
+
 class Transpose4Swizzled : public TransposeTest {};
 TEST_P(Transpose4Swizzled, MovesEveryElementToItsTransposedPlace) {
   expect_transpose(kSwizzled, GetParam());
@@ -174,6 +183,8 @@ TEST_P(Transpose4Swizzled, MovesEveryElementToItsTransposedPlace) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose4Swizzled, ::testing::ValuesIn(shapes()), shape_name);
 
 // ---------------------------------------------------------------- Exercise 5: vectorized
+COURSE_POINTS(Transpose5Vectorized, 15);
+
 class Transpose5Vectorized : public TransposeTest {};
 TEST_P(Transpose5Vectorized, MovesEveryElementToItsTransposedPlace) {
   expect_transpose(kVectorized, GetParam());
@@ -183,6 +194,78 @@ TEST_P(Transpose5Vectorized, HandlesPointersNotAlignedTo16Bytes) {
   expect_transpose(kVectorized, GetParam(), 1);
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose5Vectorized, ::testing::ValuesIn(shapes()), shape_name);
+
+// =============================================================================================
+// 64-bit indices (TransposeNLargeIndex): matrices of just over 2^31 elements, where the flat
+// index r * cols + c, or c * rows + r on the output side, wraps if any part of it is computed in
+// 32 bits. bfloat16 (4 GiB per matrix); the input is filled on the GPU with a pattern the host
+// recomputes at any index (course/large.h), and the output is checked at the start, around
+// 2^31, at the end and at a few hundred places in between. Not square, so that rows and cols
+// mixed up show; 33001 x 65537 is no multiple of a tile or of a vector (the fallback of variant
+// 5), 33000 x 65528 is a multiple of 8 on both sides (variant 5's 16-byte path). They run alone
+// on the GPU (SERIAL_SUITES in CMakeLists.txt).
+struct LargeShape {
+  std::int64_t rows, cols;
+};
+constexpr LargeShape kLargeOddShape{33001, 65537};     // 2^31 + 15,302,889 elements
+constexpr LargeShape kLargeVectorShape{33000, 65528};  // 2^31 + 14,940,352 elements
+constexpr std::size_t kLargeTransposeBytes = 2 * std::size_t{33001} * 65537 * sizeof(bfloat16);
+
+void expect_large_transpose(const Variant& v, const LargeShape& s) {
+  using T = bfloat16;
+  const std::int64_t n = s.rows * s.cols;
+  DeviceBuffer<T> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  const course::Pattern p{course::seed_for(401), -1.0, 1.0};
+  course::fill_pattern(in.data(), n, p);
+  course::poison_on_device(out.data(), n);
+  v.bf16(in.data(), out.data(), s.rows, s.cols);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  // Output element o is out[c, r] = in[r, c] with c = o / rows, r = o % rows.
+  const auto at = course::large_sample_indices(n, course::seed_for(402));
+  std::vector<double> want(at.size());
+  for (std::size_t k = 0; k < at.size(); ++k)
+    want[k] = course::pattern_double_value<T>(p, at[k] % s.rows * s.cols + at[k] / s.rows);
+  course::CompareOptions options;
+  options.tolerance = kExact;
+  options.cols = s.rows;  // positions as [row, col] of the [cols, rows] output
+  options.what = std::string("the [") + std::to_string(s.cols) + ", " + std::to_string(s.rows) +
+                 "] bfloat16 output of " + v.name + " (" + v.todo +
+                 ": r * cols + c and c * rows "
+                 "+ r in 64 bits)";
+  COURSE_EXPECT_SAMPLES_MATCH(course::gather(out.data(), n, at), want, at, options);
+}
+
+class Transpose1NaiveLargeIndex : public course::GpuTest {};
+TEST_F(Transpose1NaiveLargeIndex, MovesElementsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeTransposeBytes);
+  expect_large_transpose(kNaive, kLargeOddShape);
+}
+
+class Transpose2SmemLargeIndex : public course::GpuTest {};
+TEST_F(Transpose2SmemLargeIndex, MovesElementsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeTransposeBytes);
+  expect_large_transpose(kSmem, kLargeOddShape);
+}
+
+class Transpose3PaddedLargeIndex : public course::GpuTest {};
+TEST_F(Transpose3PaddedLargeIndex, MovesElementsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeTransposeBytes);
+  expect_large_transpose(kPadded, kLargeOddShape);
+}
+
+class Transpose4SwizzledLargeIndex : public course::GpuTest {};
+TEST_F(Transpose4SwizzledLargeIndex, MovesElementsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeTransposeBytes);
+  expect_large_transpose(kSwizzled, kLargeOddShape);
+}
+
+class Transpose5VectorizedLargeIndex : public course::GpuTest {};
+TEST_F(Transpose5VectorizedLargeIndex, MovesElementsPastTwoToThe31OnBothPaths) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeTransposeBytes);
+  expect_large_transpose(kVectorized, kLargeVectorShape);
+  if (HasFailure()) return;
+  expect_large_transpose(kVectorized, kLargeOddShape);
+}
 
 // ================================================================ The bank model (lesson §5)
 // Shared memory has 32 banks of 4 bytes: byte address a is in bank (a / 4) % 32, and each bank

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "course/buffer.h"
+#include "course/large.h"
 #include "course/random.h"
 #include "course/reference/compaction.h"
 #include "course/reference/softmax.h"
@@ -163,6 +164,8 @@ std::string shape_param_name(const ::testing::TestParamInfo<Shape>& info) {
 const auto kDtypes = ::testing::Values(Dtype::kFloat32, Dtype::kFloat16, Dtype::kBFloat16);
 
 // ---------------------------------------------------------------- Exercise 1
+COURSE_POINTS(WarpSoftmax, 15);
+
 class WarpSoftmax : public course::GpuTest, public ::testing::WithParamInterface<ShapeAndDtype> {};
 
 TEST_P(WarpSoftmax, MatchesTheReferenceOnRandomRows) {
@@ -193,6 +196,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, WarpSoftmaxValues, ::testing::ValuesIn(kRegiste
                          shape_param_name);
 
 // ---------------------------------------------------------------- Exercise 2
+COURSE_POINTS(LongRowWarpSoftmax, 10);
+
 class LongRowWarpSoftmax : public course::GpuTest,
                            public ::testing::WithParamInterface<ShapeAndDtype> {};
 
@@ -225,6 +230,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LongRowWarpSoftmaxValues, ::testing::ValuesIn(k
                          shape_param_name);
 
 // ---------------------------------------------------------------- Exercise 3
+COURSE_POINTS(BlockSoftmax, 15);
+
 class BlockSoftmax : public course::GpuTest, public ::testing::WithParamInterface<ShapeAndDtype> {};
 
 TEST_P(BlockSoftmax, MatchesTheReferenceOnRandomRows) {
@@ -355,6 +362,8 @@ const auto kCompactCases = ::testing::Combine(
     ::testing::ValuesIn(kCompactSizes), ::testing::Values(Keep::kNone, Keep::kAll, Keep::kHalf));
 
 // ---------------------------------------------------------------- Exercise 4
+COURSE_POINTS(BallotCompaction, 15);
+
 class BallotCompaction : public course::GpuTest,
                          public ::testing::WithParamInterface<CompactCase> {};
 
@@ -374,6 +383,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, BallotCompactionOrder, ::testing::ValuesIn(kComp
                          size_name);
 
 // ---------------------------------------------------------------- Exercise 5
+COURSE_POINTS(CooperativeGroupsCompaction, 10);
+
 class CooperativeGroupsCompaction : public course::GpuTest,
                                     public ::testing::WithParamInterface<CompactCase> {};
 
@@ -430,6 +441,9 @@ std::vector<std::int32_t> make_keys(std::int64_t n, int bins, Keys kind) {
 }
 
 using CountCase = std::tuple<std::int64_t, int, Keys>;
+
+COURSE_POINTS(MatchKeyCounting, 10);
+
 class MatchKeyCounting : public course::GpuTest, public ::testing::WithParamInterface<CountCase> {};
 
 TEST_P(MatchKeyCounting, CountsEveryKey) {
@@ -477,5 +491,230 @@ TEST_F(MatchKeyCountingTwice, OverwritesTheCountsInsteadOfAddingToThem) {
   options.what = "counts after two calls (each call must start from zero: clear counts first)";
   COURSE_EXPECT_MATCH(counts.download(), course::reference::count_keys(keys, bins), options);
 }
+
+// =============================================================================================
+// 64-bit indices (the *LargeIndex suites): inputs of just over 2^31 elements, where a flat index
+// (row * cols + c, a compaction's input index or output position) wraps if any part of it is
+// computed in 32 bits. They are filled on the GPU with a pattern the host recomputes at any index
+// (course/large.h), and checked where it matters: whole rows at the start, around 2^31 and at the
+// end; output positions on both sides of 2^31. They run alone on the GPU (SERIAL_SUITES).
+constexpr std::int64_t kLargeN = course::kLargeCount;  // 2^31 + 2^24 + 17
+
+// Softmax of [rows, cols] bfloat16 logits in [-8, 8), rows * cols just over 2^31, checked on
+// whole sampled rows against the float64 reference of those rows.
+void expect_large_softmax(Variant variant, std::int64_t cols) {
+  using T = course::bfloat16;
+  const std::int64_t rows = course::large_rows(cols), n = rows * cols;
+  DeviceBuffer<T> x(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
+  const course::Pattern p{course::seed_for(501), -8.0, 8.0};
+  course::fill_pattern(x.data(), n, p);
+  course::poison_on_device(y.data(), n);
+  call_softmax(variant, x.data(), y.data(), {rows, cols}, 0);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto sampled_rows = course::large_sample_rows(rows, cols, course::seed_for(502));
+  const auto at = course::indices_of_rows(sampled_rows, cols);
+  std::vector<double> xs(at.size()), want(at.size());
+  for (std::size_t k = 0; k < at.size(); ++k) xs[k] = course::pattern_double_value<T>(p, at[k]);
+  for (std::size_t r = 0; r < sampled_rows.size(); ++r)
+    course::reference::softmax_row(xs.data() + r * cols, static_cast<std::size_t>(cols),
+                                   want.data() + r * cols);
+  course::CompareOptions options;
+  options.cols = cols;
+  options.what = "softmax of a " + shape_name({rows, cols}) + " bfloat16 matrix (2^31 + " +
+                 std::to_string(n - course::kTwoTo31) + " elements; row * cols in 64 bits)";
+  COURSE_EXPECT_SAMPLES_MATCH(course::gather(y.data(), n, at), want, at, options);
+}
+
+constexpr std::size_t kLargeSoftmaxBytes =
+    2 * (course::kLargeCount + 8192) * sizeof(course::bfloat16);  // 8 GiB
+
+class WarpSoftmaxLargeIndex : public course::GpuTest {};
+
+TEST_F(WarpSoftmaxLargeIndex, NormalisesRowsPastTwoToThe31) {
+  // 1000 columns: 16-byte vectors; 1001: one element at a time.
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeSoftmaxBytes);
+  expect_large_softmax(Variant::kWarpPerRow, 1000);
+  if (HasFailure()) return;
+  expect_large_softmax(Variant::kWarpPerRow, 1001);
+}
+
+class LongRowWarpSoftmaxLargeIndex : public course::GpuTest {};
+
+TEST_F(LongRowWarpSoftmaxLargeIndex, NormalisesRowsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeSoftmaxBytes);
+  expect_large_softmax(Variant::kWarpPerRow, 4096);
+  if (HasFailure()) return;
+  expect_large_softmax(Variant::kWarpPerRow, 4099);
+}
+
+class BlockSoftmaxLargeIndex : public course::GpuTest {};
+
+TEST_F(BlockSoftmaxLargeIndex, NormalisesRowsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeSoftmaxBytes);
+  expect_large_softmax(Variant::kBlockPerRow, 8192);
+  if (HasFailure()) return;
+  expect_large_softmax(Variant::kBlockPerRow, 8191);
+}
+
+// Compaction of n = 2^31 + 2^24 + 17 floats from the pattern in [-1, 1) with three of them set to
+// -3 (around the start and on both sides of 2^31) and the threshold -2: every other element is
+// kept, so out[k] is x[k], x[k + 1], x[k + 2] or x[k + 3] depending on how many dropped elements
+// come before it, and more than 2^31 elements are written: the output positions pass 2^31 too.
+void expect_large_compaction(CompactFn compact, const char* todo) {
+  const std::int64_t n = kLargeN;
+  const std::vector<std::int64_t> dropped = {5, course::kTwoTo31 - 2, course::kTwoTo31 + 3};
+  DeviceBuffer<float> x(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  const course::Pattern p{course::seed_for(511), -1.0, 1.0};
+  course::fill_pattern(x.data(), n, p);
+  const float minus_three = -3.0f;
+  for (const std::int64_t i : dropped)
+    COURSE_CUDA_CHECK(
+        cudaMemcpy(x.data() + i, &minus_three, sizeof(float), cudaMemcpyHostToDevice));
+  course::poison_on_device(out.data(), n);
+  const std::int64_t count = compact(x.data(), n, -2.0f, out.data());
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto expected = n - static_cast<std::int64_t>(dropped.size());
+  ASSERT_NE(count, -1) << "the compaction returned -1, the launcher's 'not computed' value: the "
+                       << "scan kernel never wrote the total. Write the kernels of " << todo << ".";
+  ASSERT_EQ(count, expected)
+      << "wrong count for n = 2^31 + 2^24 + 17 elements of which all but 3 are kept: the per-block "
+      << "counts, their scan or the total lost elements past 2^31 (block offsets and the total "
+      << "must be int64_t)";
+  const auto at = course::large_sample_indices(count, course::seed_for(512));
+  std::vector<double> want(at.size());
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    std::int64_t i = at[k];  // the at[k]-th kept element is x[i]
+    for (const std::int64_t d : dropped)
+      if (d <= i) ++i;
+    want[k] = course::pattern_double_value<float>(p, i);
+  }
+  course::CompareOptions options;
+  options.tolerance = {0.0, 0.0};
+  options.what = std::string("the kept elements of n = 2^31 + 2^24 + 17 (") + todo +
+                 ": input indices and output positions in 64 bits)";
+  COURSE_EXPECT_SAMPLES_MATCH(course::gather(out.data(), n, at), want, at, options);
+  // Nothing at or past the count: the three last positions keep their poison.
+  const auto rest = course::gather(out.data(), n, {count, count + 1, count + 2});
+  for (const float v : rest)
+    EXPECT_TRUE(course::DType<float>::is_poison(v))
+        << "out[" << count << " ...] was written, but only out[0, count) holds kept elements";
+}
+
+constexpr std::size_t kLargeCompactionBytes = 2 * kLargeN * sizeof(float) + (64u << 20);  // 16 GiB
+
+class BallotCompactionLargeIndex : public course::GpuTest {};
+
+TEST_F(BallotCompactionLargeIndex, KeepsElementsPastTwoToThe31InInputOrder) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeCompactionBytes);
+  expect_large_compaction(d05::compact_1_ballot, "TODO(d05.4)");
+}
+
+class CooperativeGroupsCompactionLargeIndex : public course::GpuTest {};
+
+TEST_F(CooperativeGroupsCompactionLargeIndex, KeepsElementsPastTwoToThe31InInputOrder) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeCompactionBytes);
+  expect_large_compaction(d05::compact_2_cooperative_groups, "TODO(d05.5)");
+}
+
+class MatchKeyCountingLargeIndex : public course::GpuTest {};
+
+TEST_F(MatchKeyCountingLargeIndex, CountsKeysPastTwoToThe31) {
+  // keys[i] = (i / 37) % 1000: runs of 37 equal keys (one or two keys per warp), every bin
+  // counted about 2^31 / 1000 times, and the counts follow from the formula.
+  const std::int64_t n = kLargeN, period = 1000, run = 37;
+  const int bins = 1000;
+  COURSE_SKIP_UNLESS_GPU_MEMORY(static_cast<std::size_t>(n) * sizeof(std::int32_t));  // 8 GiB
+  DeviceBuffer<std::int32_t> keys(static_cast<std::size_t>(n));
+  DeviceBuffer<std::uint32_t> counts(static_cast<std::size_t>(bins));
+  course::fill_cyclic(keys.data(), n, 0, period, run);
+  counts.poison();
+  d05::count_keys_1_match(keys.data(), n, counts.data(), bins);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> want(static_cast<std::size_t>(bins));
+  for (int b = 0; b < bins; ++b)
+    want[static_cast<std::size_t>(b)] =
+        static_cast<double>(course::cyclic_count(n, b, period, run));
+  course::CompareOptions options;
+  options.what =
+      "counts per key of n = 2^31 + 2^24 + 17 keys (TODO d05.6: the key index in 64 bits; "
+      "keys past 2^31 land in bins " +
+      std::to_string((course::kTwoTo31 / run) % period) + " and up)";
+  COURSE_EXPECT_MATCH(counts.download(), want, options);
+}
+
+// =============================================================================================
+// Rounding (the *Rounding suites): softmax is computed in float32 and each probability rounded
+// once to the NEAREST 16-bit value (course::from_float). Truncating is off by at most one step,
+// which the tolerances allow; course::check_rounding asks for the exact value wherever the
+// float32 result cannot have crossed a rounding midpoint. The float32 error bound, relative to
+// each probability: x - max and expf (about 20 ulps for exponents down to -16), the sum of the
+// row's exponentials (one ulp per value a lane adds in turn: at most cols / 32, plus the
+// shuffle and block trees), the reciprocal and the product; doubled, and 256 ulps to spare.
+double softmax_float_error(std::int64_t cols) {
+  return (2.0 * static_cast<double>(cols) / 32.0 + 256.0) * 0x1p-24;
+}
+
+template <class T>
+void expect_softmax_rounded_to_nearest(Variant variant, Shape s) {
+  const auto x = random_logits<T>(s, 21);
+  DeviceBuffer<T> dx(x), dy(x.size());
+  dy.poison();
+  call_softmax(variant, dx.data(), dy.data(), s, 0);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = dy.download();
+  const auto want = course::reference::softmax_rows(
+      course::as_doubles(x), static_cast<std::size_t>(s.rows), static_cast<std::size_t>(s.cols));
+  course::CompareOptions options;
+  options.cols = s.cols;
+  options.what = "softmax of a " + shape_name(s) + " " + course::DType<T>::name + " matrix";
+  COURSE_EXPECT_MATCH(got, want, options);
+  if (::testing::Test::HasFailure()) return;
+  const course::RoundingCheck c =
+      course::check_rounding(got, want, softmax_float_error(s.cols), options);
+  EXPECT_TRUE(c.ok) << c.message << course::seed_hint();
+  EXPECT_GT(c.checked, got.size() / 2) << "only " << c.checked << " of " << got.size()
+                                       << " elements could be checked: the test's bound is too "
+                                          "wide for this dtype";
+}
+
+void expect_softmax_rounded_to_nearest(Variant variant, Shape s, Dtype d) {
+  if (d == Dtype::kFloat16) return expect_softmax_rounded_to_nearest<course::half>(variant, s);
+  expect_softmax_rounded_to_nearest<course::bfloat16>(variant, s);
+}
+
+const auto k16BitDtypes = ::testing::Values(Dtype::kFloat16, Dtype::kBFloat16);
+std::string dtype_only_name(const ::testing::TestParamInfo<Dtype>& info) {
+  return dtype_name(info.param);
+}
+
+class WarpSoftmaxRounding : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(WarpSoftmaxRounding, RoundsEachProbabilityToTheNearest16BitValue) {
+  expect_softmax_rounded_to_nearest(Variant::kWarpPerRow, {37, 1000}, GetParam());
+  if (HasFailure()) return;
+  expect_softmax_rounded_to_nearest(Variant::kWarpPerRow, {37, 1001}, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, WarpSoftmaxRounding, k16BitDtypes, dtype_only_name);
+
+class LongRowWarpSoftmaxRounding : public course::GpuTest,
+                                   public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(LongRowWarpSoftmaxRounding, RoundsEachProbabilityToTheNearest16BitValue) {
+  expect_softmax_rounded_to_nearest(Variant::kWarpPerRow, {8, 4096}, GetParam());
+  if (HasFailure()) return;
+  expect_softmax_rounded_to_nearest(Variant::kWarpPerRow, {8, 4099}, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, LongRowWarpSoftmaxRounding, k16BitDtypes, dtype_only_name);
+
+class BlockSoftmaxRounding : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(BlockSoftmaxRounding, RoundsEachProbabilityToTheNearest16BitValue) {
+  expect_softmax_rounded_to_nearest(Variant::kBlockPerRow, {8, 8192}, GetParam());
+  if (HasFailure()) return;
+  expect_softmax_rounded_to_nearest(Variant::kBlockPerRow, {8, 8191}, GetParam());
+  if (HasFailure()) return;
+  expect_softmax_rounded_to_nearest(Variant::kBlockPerRow, {8, 40000}, GetParam());  // streamed
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, BlockSoftmaxRounding, k16BitDtypes, dtype_only_name);
 
 }  // namespace

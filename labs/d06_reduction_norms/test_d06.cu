@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "course/buffer.h"
+#include "course/large.h"
 #include "course/random.h"
 #include "course/reference/norm.h"
 #include "course/reference/softmax.h"
@@ -173,6 +175,8 @@ std::string sum_problem(float got, double want, double abs_sum, const std::strin
 }
 
 // ================================================================ Exercise 1: block reduction
+COURSE_POINTS(RowSum, 10);
+
 struct RowSumCase {
   std::int64_t cols;
   int block_threads;
@@ -242,6 +246,8 @@ TEST_F(RowSumEdgeCases, LargeMagnitudesAreSummedAccurately) {
 }
 
 // ================================================================ Exercise 2: deterministic sum
+COURSE_POINTS(DeterministicSum, 10);
+
 struct SumCase {
   std::int64_t n;
   int offset;  // elements: 1 makes x not 16-byte aligned
@@ -354,6 +360,8 @@ TEST_F(DeterministicSumEdgeCases, StaysAccurateForLargeMagnitudes) {
 }
 
 // ================================================================ Exercise 3: atomic sum
+COURSE_POINTS(AtomicSum, 5);
+
 class AtomicSum : public course::GpuTest, public ::testing::WithParamInterface<SumCase> {};
 
 TEST_P(AtomicSum, IsAccurateThoughNotReproducible) {
@@ -397,6 +405,8 @@ std::string shape_text(std::int64_t rows, std::int64_t hidden) {
 }
 
 // ================================================================ Exercise 4: RMSNorm
+COURSE_POINTS(RmsNorm, 10);
+
 constexpr float kRmsEps = 1e-6f;
 
 template <class T>
@@ -476,6 +486,8 @@ TEST_P(RmsNormEdgeCases, HandlesLargeMagnitudes) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, RmsNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
 
 // ================================================================ Exercise 5: fused add + RMSNorm
+COURSE_POINTS(FusedAddRmsNorm, 10);
+
 template <class T>
 void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& residual,
                               const std::vector<T>& w, std::int64_t rows, std::int64_t hidden,
@@ -558,6 +570,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, FusedAddRmsNormEdgeCases, ::testing::ValuesIn(k
                          dtype_param_name);
 
 // ================================================================ Exercise 6: LayerNorm (Welford)
+COURSE_POINTS(LayerNorm, 15);
+
 constexpr float kLayerNormEps = 1e-5f;
 
 // Rows with different means: x[r, c] = offset_r + U(-1, 1), offset_r in [-2, 2].
@@ -679,6 +693,8 @@ TEST_F(LayerNormStatistics, StayAccurateWhenTheMeanIsLargeComparedToTheSpread) {
 }
 
 // ================================================================ Exercise 7: online softmax
+COURSE_POINTS(OnlineSoftmax, 15);
+
 template <class T>
 void expect_softmax(const std::vector<T>& x, std::int64_t rows, std::int64_t cols,
                     std::size_t offset = 0) {
@@ -795,6 +811,494 @@ TEST_P(OnlineSoftmaxEdgeCases, HandlesPointersNotAlignedTo16Bytes) {
   });
 }
 INSTANTIATE_TEST_SUITE_P(Dtypes, OnlineSoftmaxEdgeCases, ::testing::ValuesIn(kDtypes),
+                         dtype_param_name);
+
+// ================================================================ 64-bit indices
+// The *LargeIndex suites: inputs of just over 2^31 elements, where the flat index row * cols + c
+// (or an element index of the whole-array sums) wraps if any part of it is computed in 32 bits.
+// They are filled on the GPU with a pattern the host recomputes at any index (course/large.h)
+// and checked where it matters: whole rows at the start, around 2^31 and at the end. They run
+// alone on the GPU (SERIAL_SUITES in CMakeLists.txt).
+constexpr std::int64_t kLargeN = course::kLargeCount;  // 2^31 + 2^24 + 17
+using course::large_rows;
+
+std::string large_shape_text(std::int64_t rows, std::int64_t cols) {
+  return shape_text(rows, cols) + " (2^31 + " + std::to_string(rows * cols - course::kTwoTo31) +
+         " elements)";
+}
+
+// The float64 values of the pattern at the given flat indices.
+template <class T>
+std::vector<double> pattern_at(const course::Pattern& p, const std::vector<std::int64_t>& at) {
+  std::vector<double> out(at.size());
+  for (std::size_t k = 0; k < at.size(); ++k) out[k] = course::pattern_double_value<T>(p, at[k]);
+  return out;
+}
+
+class RowSumLargeIndex : public course::GpuTest {};
+
+TEST_F(RowSumLargeIndex, SumsRowsPastTwoToThe31) {
+  const std::int64_t cols = 4099, rows = large_rows(cols), n = rows * cols;
+  COURSE_SKIP_UNLESS_GPU_MEMORY(static_cast<std::size_t>(n) * sizeof(float));  // 8 GiB
+  const course::Pattern p{course::seed_for(601), -1.0, 1.0};
+  DeviceBuffer<float> x(static_cast<std::size_t>(n)), sums(static_cast<std::size_t>(rows));
+  course::fill_pattern(x.data(), n, p);
+  course::poison_on_device(sums.data(), rows);
+  d06::row_sums(x.data(), sums.data(), rows, cols, 256);
+  synchronize();
+  const auto sampled = course::large_sample_rows(rows, cols, course::seed_for(602));
+  const auto got = course::gather(sums.data(), rows, sampled);
+  for (std::size_t k = 0; k < sampled.size(); ++k) {
+    const std::int64_t r = sampled[k];
+    std::vector<std::int64_t> at(static_cast<std::size_t>(cols));
+    for (std::int64_t c = 0; c < cols; ++c) at[static_cast<std::size_t>(c)] = r * cols + c;
+    const auto row = pattern_at<float>(p, at);
+    const std::string problem =
+        sum_problem(got[k], ref::sum(row), ref::sum_abs(row),
+                    "sums[" + std::to_string(r) + "] of" + large_shape_text(rows, cols) +
+                        ", its elements " + course::describe_index(r * cols) + " to " +
+                        course::describe_index(r * cols + cols - 1) +
+                        " (TODO d06.1b: the row's offset blockIdx.x * cols in 64 bits)");
+    if (!problem.empty()) {
+      ADD_FAILURE() << problem << course::seed_hint();
+      return;
+    }
+  }
+}
+
+// The whole-array sums over n = 2^31 + 2^24 + 17 elements that are all 0 except five powers of
+// two, at indices 5, 2^31 - 1, 2^31, 2^31 + 2^23 + 7 and n - 1: the exact sum is 31, and any other
+// result says which of them were missed (or counted twice).
+template <class Sum>
+void expect_large_sum(Sum sum, const char* who, const char* todo) {
+  const std::int64_t n = kLargeN;
+  const std::int64_t spikes[] = {5, course::kTwoTo31 - 1, course::kTwoTo31,
+                                 course::kTwoTo31 + (1 << 23) + 7, n - 1};
+  DeviceBuffer<float> x(static_cast<std::size_t>(n)), out(1);
+  COURSE_CUDA_CHECK(cudaMemset(x.data(), 0, x.bytes()));
+  float value = 1.0f;
+  for (const std::int64_t i : spikes) {
+    COURSE_CUDA_CHECK(cudaMemcpy(x.data() + i, &value, sizeof value, cudaMemcpyHostToDevice));
+    value *= 2.0f;
+  }
+  out.poison();
+  sum(x.data(), n, out.data());
+  synchronize();
+  const float got = out.download()[0];
+  if (course::DType<float>::is_poison(got)) {
+    ADD_FAILURE() << who << " never wrote *out (it still holds the poison value): is the TODO "
+                  << "still there? (" << todo << ")";
+    return;
+  }
+  if (got == 31.0f) return;
+  std::ostringstream missed;
+  if (got >= 0.0f && got < 31.0f && got == std::floor(got)) {
+    const int bits = static_cast<int>(got);
+    for (int b = 0; b < 5; ++b)
+      if (!(bits >> b & 1)) missed << " " << course::describe_index(spikes[b]);
+  }
+  ADD_FAILURE() << who << " of n = 2^31 + 2^24 + 17 elements, all 0 except 1, 2, 4, 8 and 16 at "
+                << "indices 5, 2^31 - 1, 2^31, 2^31 + 2^23 + 7 and n - 1, gave " << number(got)
+                << " instead of 31"
+                << (missed.str().empty()
+                        ? std::string(": elements were counted twice or read "
+                                      "at the wrong index")
+                        : ": the elements at index" + missed.str() + " were not added")
+                << ". Compute the element indices and the grid-stride steps in 64 bits (" << todo
+                << ").";
+}
+
+constexpr std::size_t kLargeSumBytes = kLargeN * sizeof(float) + (1u << 20);  // 8 GiB
+
+class DeterministicSumLargeIndex : public course::GpuTest {};
+
+TEST_F(DeterministicSumLargeIndex, AddsElementsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeSumBytes);
+  DeviceBuffer<float> partials(static_cast<std::size_t>(d06::kSumMaxPartials));
+  partials.poison();
+  expect_large_sum([&](const float* x, std::int64_t n,
+                       float* out) { d06::sum_two_pass(x, n, partials.data(), out); },
+                   "sum_two_pass", "TODO d06.2a, d06.2b");
+}
+
+class AtomicSumLargeIndex : public course::GpuTest {};
+
+TEST_F(AtomicSumLargeIndex, AddsElementsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeSumBytes);
+  expect_large_sum([](const float* x, std::int64_t n, float* out) { d06::sum_atomic(x, n, out); },
+                   "sum_atomic", "TODO d06.3");
+}
+
+// The row-wise kernels on bfloat16 [rows, hidden], hidden = 4096 (16-byte vectors) and 4099
+// (one element at a time), rows * hidden just over 2^31; whole sampled rows are checked against
+// the float64 reference of those rows.
+const std::int64_t kLargeHiddens[] = {4096, 4099};
+constexpr std::size_t kLargeRowBytes = (course::kLargeCount + 4099) * sizeof(bfloat16);  // 4 GiB
+
+struct LargeRows {
+  std::int64_t rows, hidden, n;
+  std::vector<std::int64_t> sampled;  // rows to check
+  std::vector<std::int64_t> at;       // their flat indices
+  explicit LargeRows(std::int64_t h)
+      : rows(large_rows(h)),
+        hidden(h),
+        n(rows * h),
+        sampled(course::large_sample_rows(rows, h, course::seed_for(611))),
+        at(course::indices_of_rows(sampled, h)) {}
+};
+
+class RmsNormLargeIndex : public course::GpuTest {};
+
+TEST_F(RmsNormLargeIndex, NormalisesRowsPastTwoToThe31) {
+  using T = bfloat16;
+  COURSE_SKIP_UNLESS_GPU_MEMORY(2 * kLargeRowBytes);
+  for (const std::int64_t hidden : kLargeHiddens) {
+    const LargeRows s(hidden);
+    const course::Pattern p{course::seed_for(612), -2.0, 2.0};
+    const auto w = course::random_uniform<T>(hidden, course::seed_for(613), -2.0, 2.0);
+    DeviceBuffer<T> x(static_cast<std::size_t>(s.n)), y(static_cast<std::size_t>(s.n)), dw(w);
+    course::fill_pattern(x.data(), s.n, p);
+    course::poison_on_device(y.data(), s.n);
+    d06::rmsnorm(x.data(), dw.data(), y.data(), s.rows, hidden, kRmsEps);
+    synchronize();
+    course::CompareOptions o;
+    o.cols = hidden;
+    o.what = "y of rmsnorm" + large_shape_text(s.rows, hidden) +
+             " (TODO d06.4: row * hidden in "
+             "64 bits)";
+    COURSE_EXPECT_SAMPLES_MATCH(course::gather(y.data(), s.n, s.at),
+                                ref::rmsnorm(pattern_at<T>(p, s.at), course::as_doubles(w),
+                                             s.sampled.size(), hidden, kRmsEps),
+                                s.at, o);
+    if (HasFailure()) return;
+  }
+}
+
+class FusedAddRmsNormLargeIndex : public course::GpuTest {};
+
+TEST_F(FusedAddRmsNormLargeIndex, UpdatesAndNormalisesRowsPastTwoToThe31) {
+  using T = bfloat16;
+  COURSE_SKIP_UNLESS_GPU_MEMORY(3 * kLargeRowBytes);  // x, residual, y: 12 GiB
+  for (const std::int64_t hidden : kLargeHiddens) {
+    const LargeRows s(hidden);
+    const course::Pattern px{course::seed_for(621), -1.0, 1.0},
+        pr{course::seed_for(622), -1.0, 1.0};
+    const auto w = course::random_uniform<T>(hidden, course::seed_for(623), -2.0, 2.0);
+    DeviceBuffer<T> x(static_cast<std::size_t>(s.n)), residual(static_cast<std::size_t>(s.n)),
+        y(static_cast<std::size_t>(s.n)), dw(w);
+    course::fill_pattern(x.data(), s.n, px);
+    course::fill_pattern(residual.data(), s.n, pr);
+    course::poison_on_device(y.data(), s.n);
+    d06::fused_add_rmsnorm(x.data(), residual.data(), dw.data(), y.data(), s.rows, hidden, kRmsEps);
+    synchronize();
+    const auto want =
+        ref::fused_add_rmsnorm(pattern_at<T>(px, s.at), pattern_at<T>(pr, s.at),
+                               course::as_doubles(w), s.sampled.size(), hidden, kRmsEps);
+    course::CompareOptions o;
+    o.cols = hidden;
+    o.what = "residual (x + residual, in place) of fused_add_rmsnorm" +
+             large_shape_text(s.rows, hidden) + " (TODO d06.5: the row's offset in 64 bits)";
+    COURSE_EXPECT_SAMPLES_MATCH(course::gather(residual.data(), s.n, s.at), want.residual, s.at, o);
+    o.what = "y of fused_add_rmsnorm" + large_shape_text(s.rows, hidden) +
+             " (TODO d06.5: the row's offset in 64 bits)";
+    COURSE_EXPECT_SAMPLES_MATCH(course::gather(y.data(), s.n, s.at), want.y, s.at, o);
+    if (HasFailure()) return;
+  }
+}
+
+class LayerNormLargeIndex : public course::GpuTest {};
+
+TEST_F(LayerNormLargeIndex, NormalisesRowsPastTwoToThe31) {
+  using T = bfloat16;
+  COURSE_SKIP_UNLESS_GPU_MEMORY(2 * kLargeRowBytes + (8u << 20));
+  for (const std::int64_t hidden : kLargeHiddens) {
+    const LargeRows s(hidden);
+    const course::Pattern p{course::seed_for(631), -1.0, 3.0};
+    const auto gamma = course::random_uniform<T>(hidden, course::seed_for(632), -2.0, 2.0);
+    const auto beta = course::random_uniform<T>(hidden, course::seed_for(633), -1.0, 1.0);
+    DeviceBuffer<T> x(static_cast<std::size_t>(s.n)), y(static_cast<std::size_t>(s.n)), dg(gamma),
+        db(beta);
+    DeviceBuffer<float> mean(static_cast<std::size_t>(s.rows)),
+        rstd(static_cast<std::size_t>(s.rows));
+    course::fill_pattern(x.data(), s.n, p);
+    course::poison_on_device(y.data(), s.n);
+    course::poison_on_device(mean.data(), s.rows);
+    course::poison_on_device(rstd.data(), s.rows);
+    d06::layernorm(x.data(), dg.data(), db.data(), y.data(), mean.data(), rstd.data(), s.rows,
+                   hidden, kLayerNormEps);
+    synchronize();
+    const auto want =
+        ref::layernorm(pattern_at<T>(p, s.at), course::as_doubles(gamma), course::as_doubles(beta),
+                       s.sampled.size(), hidden, kLayerNormEps);
+    course::CompareOptions o;
+    o.cols = hidden;
+    o.what = "y of layernorm" + large_shape_text(s.rows, hidden) +
+             " (TODO d06.6c: row * hidden "
+             "in 64 bits)";
+    COURSE_EXPECT_SAMPLES_MATCH(course::gather(y.data(), s.n, s.at), want.y, s.at, o);
+    course::CompareOptions so;
+    so.what = "mean of the sampled rows of layernorm" + large_shape_text(s.rows, hidden);
+    COURSE_EXPECT_MATCH(course::gather(mean.data(), s.rows, s.sampled), want.mean, so);
+    so.what = "rstd of the sampled rows of layernorm" + large_shape_text(s.rows, hidden);
+    COURSE_EXPECT_MATCH(course::gather(rstd.data(), s.rows, s.sampled), want.rstd, so);
+    if (HasFailure()) return;
+  }
+}
+
+class OnlineSoftmaxLargeIndex : public course::GpuTest {};
+
+TEST_F(OnlineSoftmaxLargeIndex, NormalisesRowsPastTwoToThe31) {
+  // Long rows (32768 columns: 16-byte vectors; 32771: one element at a time).
+  using T = bfloat16;
+  COURSE_SKIP_UNLESS_GPU_MEMORY(2 * (course::kLargeCount + 32771) * sizeof(T));  // 8 GiB
+  for (const std::int64_t cols : {32768, 32771}) {
+    const std::int64_t rows = large_rows(cols), n = rows * cols;
+    const auto sampled = course::large_sample_rows(rows, cols, course::seed_for(641));
+    const auto at = course::indices_of_rows(sampled, cols);
+    const course::Pattern p{course::seed_for(642), -8.0, 8.0};
+    DeviceBuffer<T> x(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
+    course::fill_pattern(x.data(), n, p);
+    course::poison_on_device(y.data(), n);
+    d06::softmax_online(x.data(), y.data(), rows, cols);
+    synchronize();
+    course::CompareOptions o;
+    o.cols = cols;
+    o.what = "y of softmax_online" + large_shape_text(rows, cols) +
+             " (TODO d06.7c: the row's "
+             "offset in 64 bits)";
+    COURSE_EXPECT_SAMPLES_MATCH(
+        course::gather(y.data(), n, at),
+        ref::softmax_rows(pattern_at<T>(p, at), sampled.size(), static_cast<std::size_t>(cols)), at,
+        o);
+    if (HasFailure()) return;
+  }
+}
+
+// ================================================================ rounding to 16 bits
+// The *Rounding suites: every normalisation computes in float32 and rounds each output once, to
+// the NEAREST 16-bit value (course::from_float). Truncating is off by at most one step, which
+// the tolerances allow; course::check_rounding asks for the exact value wherever the float32
+// result cannot have crossed a rounding midpoint. The float32 error bounds, before the final
+// rounding, in units of float32's unit roundoff u = 2^-24:
+constexpr double kU = 0x1p-24;
+// RMSNorm: the sum of squares (one u per value a thread adds in turn, up to 16 of them in the
+// reference's split, plus the warp and block trees; up to 128 in a one-warp-per-row split), half
+// of that through rsqrt, rsqrtf's 2 ulps and the products: 256 u, relative to y.
+constexpr double kRmsNormFloatError = 256 * kU;
+// x + residual: one float32 addition.
+constexpr double kResidualFloatError = 2 * kU;
+// LayerNorm: Welford's mean and M2 carry errors of the same order; (x - mean) loses the mean's
+// error in absolute terms. Bound: 256 u of ((|x| + |mean|) rstd |gamma| + |beta|).
+constexpr double kLayerNormErrorUnits = 256;
+// Online softmax: __expf is within 2 + 1.17 |x - max| ulps (about 21 for logits in [-8, 8)),
+// each rescale of the running sum adds one __expf more, the row's sum adds one u per value a
+// thread adds in turn, __fdividef 2 ulps: (4 cols / 32 + 512) u, relative to y.
+double online_softmax_float_error(std::int64_t cols) {
+  return (4.0 * static_cast<double>(cols) / 32.0 + 512.0) * kU;
+}
+
+const Dtype k16BitDtypes[] = {Dtype::f16, Dtype::bf16};
+
+// with_dtype for the 16-bit types only.
+template <class F>
+void with_16bit_dtype(Dtype d, F&& f) {
+  if (d == Dtype::f16) return f(half{});
+  if (d == Dtype::bf16) return f(bfloat16{});
+  ADD_FAILURE() << "the rounding tests are for float16 and bfloat16 outputs";
+}
+
+template <class T>
+bool expect_rounded(const std::vector<T>& got, const std::vector<double>& want,
+                    const std::vector<double>& bound, const course::CompareOptions& o,
+                    const std::string& extra_hint = "") {
+  const course::RoundingCheck c = course::check_rounding(got, want, bound, o);
+  if (!c.ok) ADD_FAILURE() << extra_hint << c.message << course::seed_hint();
+  EXPECT_GT(c.checked, got.size() / 2)
+      << "only " << c.checked << " of " << got.size() << " elements of " << o.what
+      << " could be checked: the test's float32 error bound is too wide for this dtype";
+  return c.ok;
+}
+
+std::vector<double> relative_bound(const std::vector<double>& want, double relative) {
+  std::vector<double> b(want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) b[i] = relative * std::fabs(want[i]);
+  return b;
+}
+
+class RmsNormRounding : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(RmsNormRounding, RoundsTheFloat32ResultToTheNearest16BitValue) {
+  with_16bit_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    for (const std::int64_t hidden : {4096, 4097}) {
+      const std::int64_t rows = 37;
+      const auto x = course::random_uniform<T>(rows * hidden, course::seed_for(651), -2.0, 2.0);
+      const auto w = course::random_uniform<T>(hidden, course::seed_for(652), -2.0, 2.0);
+      DeviceBuffer<T> dx(x), dw(w), dy(x.size());
+      dy.poison();
+      d06::rmsnorm(dx.data(), dw.data(), dy.data(), rows, hidden, kRmsEps);
+      synchronize();
+      const auto got = dy.download();
+      const auto want =
+          ref::rmsnorm(course::as_doubles(x), course::as_doubles(w), rows, hidden, kRmsEps);
+      course::CompareOptions o;
+      o.cols = hidden;
+      o.what = std::string("y") + shape_text(rows, hidden) + " of rmsnorm (TODO d06.4)";
+      COURSE_EXPECT_MATCH(got, want, o);
+      if (HasFailure()) return;
+      if (!expect_rounded(got, want, relative_bound(want, kRmsNormFloatError), o)) return;
+    }
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, RmsNormRounding, ::testing::ValuesIn(k16BitDtypes),
+                         dtype_param_name);
+
+// fused_add_rmsnorm: residual = x + residual rounded once; y from the float32 sums (lab.h: "from
+// the float32 sum, before it is rounded to the dtype"). FusedAddRmsNormRounding checks both
+// roundings; FusedAddRmsNormPrecision says what it means when only y is off.
+template <class T>
+struct FusedRun {
+  std::vector<T> residual, y;
+  ref::FusedAddRmsNormResult want;
+  std::int64_t rows, hidden;
+};
+
+template <class T>
+FusedRun<T> run_fused(std::int64_t rows, std::int64_t hidden, std::uint64_t salt) {
+  const auto x = course::random_uniform<T>(rows * hidden, course::seed_for(salt), -2.0, 2.0);
+  const auto r = course::random_uniform<T>(rows * hidden, course::seed_for(salt + 1), -2.0, 2.0);
+  const auto w = course::random_uniform<T>(hidden, course::seed_for(salt + 2), -2.0, 2.0);
+  DeviceBuffer<T> dx(x), dr(r), dw(w), dy(x.size());
+  dy.poison();
+  d06::fused_add_rmsnorm(dx.data(), dr.data(), dw.data(), dy.data(), rows, hidden, kRmsEps);
+  synchronize();
+  return {dr.download(), dy.download(),
+          ref::fused_add_rmsnorm(course::as_doubles(x), course::as_doubles(r),
+                                 course::as_doubles(w), rows, hidden, kRmsEps),
+          rows, hidden};
+}
+
+class FusedAddRmsNormRounding : public course::GpuTest,
+                                public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(FusedAddRmsNormRounding, RoundsTheResidualToTheNearest16BitValue) {
+  with_16bit_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    for (const std::int64_t hidden : {4096, 4097}) {
+      const FusedRun<T> run = run_fused<T>(37, hidden, 661);
+      course::CompareOptions o;
+      o.cols = hidden;
+      o.what = "residual" + shape_text(37, hidden) +
+               " of fused_add_rmsnorm (x + residual, TODO "
+               "d06.5)";
+      COURSE_EXPECT_MATCH(run.residual, run.want.residual, o);
+      if (HasFailure()) return;
+      if (!expect_rounded(run.residual, run.want.residual,
+                          relative_bound(run.want.residual, kResidualFloatError), o))
+        return;
+    }
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, FusedAddRmsNormRounding, ::testing::ValuesIn(k16BitDtypes),
+                         dtype_param_name);
+
+class FusedAddRmsNormPrecision : public course::GpuTest,
+                                 public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(FusedAddRmsNormPrecision, NormalisesTheFloat32SumNotTheRoundedResidual) {
+  // Rounding the sums to T before normalising them moves each by up to half a step of T, and y
+  // with them: within the tolerance, but no longer the correctly rounded RMSNorm of the float32
+  // sums, element after element, in both directions.
+  with_16bit_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    for (const std::int64_t hidden : {4096, 4097}) {
+      const FusedRun<T> run = run_fused<T>(37, hidden, 671);
+      course::CompareOptions o;
+      o.cols = hidden;
+      o.what = "y" + shape_text(37, hidden) + " of fused_add_rmsnorm (TODO d06.5)";
+      COURSE_EXPECT_MATCH(run.y, run.want.y, o);
+      if (HasFailure()) return;
+      const std::string hint =
+          std::string(
+              "y is not the correctly rounded RMSNorm of the float32 sums x + residual: "
+              "was it computed from the residual after rounding it to ") +
+          course::DType<T>::name +
+          "? Keep the sums in float32 registers, normalise those, and "
+          "round only when storing (lab.h: y from the float32 sum, before it is rounded).\n";
+      if (!expect_rounded(run.y, run.want.y, relative_bound(run.want.y, kRmsNormFloatError), o,
+                          hint))
+        return;
+    }
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, FusedAddRmsNormPrecision, ::testing::ValuesIn(k16BitDtypes),
+                         dtype_param_name);
+
+class LayerNormRounding : public course::GpuTest, public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(LayerNormRounding, RoundsTheFloat32ResultToTheNearest16BitValue) {
+  with_16bit_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    for (const std::int64_t hidden : {4096, 4097}) {
+      const std::int64_t rows = 37;
+      const auto x = to_dtype<T>(rows_with_offsets(rows, hidden, course::seed_for(681)));
+      const auto gamma = course::random_uniform<T>(hidden, course::seed_for(682), -2.0, 2.0);
+      const auto beta = course::random_uniform<T>(hidden, course::seed_for(683), -1.0, 1.0);
+      DeviceBuffer<T> dx(x), dg(gamma), db(beta), dy(x.size());
+      dy.poison();
+      d06::layernorm(dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, rows, hidden,
+                     kLayerNormEps);
+      synchronize();
+      const auto got = dy.download();
+      const auto xd = course::as_doubles(x), gd = course::as_doubles(gamma),
+                 bd = course::as_doubles(beta);
+      const auto want = ref::layernorm(xd, gd, bd, rows, hidden, kLayerNormEps);
+      std::vector<double> bound(got.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const std::size_t r = i / static_cast<std::size_t>(hidden),
+                          c = i % static_cast<std::size_t>(hidden);
+        bound[i] = kLayerNormErrorUnits * kU *
+                   ((std::fabs(xd[i]) + std::fabs(want.mean[r])) * want.rstd[r] * std::fabs(gd[c]) +
+                    std::fabs(bd[c]));
+      }
+      course::CompareOptions o;
+      o.cols = hidden;
+      o.what = std::string("y") + shape_text(rows, hidden) + " of layernorm (TODO d06.6c)";
+      COURSE_EXPECT_MATCH(got, want.y, o);
+      if (HasFailure()) return;
+      if (!expect_rounded(got, want.y, bound, o)) return;
+    }
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, LayerNormRounding, ::testing::ValuesIn(k16BitDtypes),
+                         dtype_param_name);
+
+class OnlineSoftmaxRounding : public course::GpuTest,
+                              public ::testing::WithParamInterface<Dtype> {};
+
+TEST_P(OnlineSoftmaxRounding, RoundsEachProbabilityToTheNearest16BitValue) {
+  with_16bit_dtype(GetParam(), [&](auto tag) {
+    using T = decltype(tag);
+    for (const std::int64_t cols : {4096, 4099}) {
+      const std::int64_t rows = 8;
+      const auto x = course::random_uniform<T>(rows * cols, course::seed_for(691), -8.0, 8.0);
+      DeviceBuffer<T> dx(x), dy(x.size());
+      dy.poison();
+      d06::softmax_online(dx.data(), dy.data(), rows, cols);
+      synchronize();
+      const auto got = dy.download();
+      const auto want = ref::softmax_rows(course::as_doubles(x), rows, cols);
+      course::CompareOptions o;
+      o.cols = cols;
+      o.what = std::string("y") + shape_text(rows, cols) + " of softmax_online (TODO d06.7c)";
+      COURSE_EXPECT_MATCH(got, want, o);
+      if (HasFailure()) return;
+      if (!expect_rounded(got, want, relative_bound(want, online_softmax_float_error(cols)), o))
+        return;
+    }
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Dtypes, OnlineSoftmaxRounding, ::testing::ValuesIn(k16BitDtypes),
                          dtype_param_name);
 
 }  // namespace

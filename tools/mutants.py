@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""Planted bugs in copies of the solutions, kept for measuring how strong the tests are.
+
+    python3 tools/mutants.py check [--jobs N] [--build-dir build/default] [--only ID ...]
+    python3 tools/mutants.py make-class OUT_DIR [--only ID ...]
+    python3 tools/mutants.py score GRADEBOOK.json [--json]
+
+tests/mutants/mutants.json lists the mutants: each is ONE exact text replacement ("find", which
+must occur exactly once, by "replace") in one solution's kernel.cu, with its kind (correctness:
+a test should fail; performance: the timed benchmarks should get slower) and its class (what kind
+of mistake it plants: index-overflow, rounding, race, bank-conflicts, ...).
+
+check       applies each mutant to a copy of its solution and compiles that copy with the exact
+            nvcc command of the build (ninja -t commands dNN_solution_kernel); reports every
+            mutant whose text is not found exactly once or that does not compile. Exit 1 if any.
+make-class  writes a synthetic class for `course grade`: OUT_DIR/<mutant id>/labs/<lab>/kernel.cu
+            (the mutated solution, one day per student) and OUT_DIR/reference/labs/<lab>/kernel.cu
+            for every lab (the untouched solutions, the student every mutant is compared with).
+score       reads the grader's gradebook.json and says, per mutant, whether it was caught: a
+            correctness mutant when its day lost correctness points against the reference
+            student, a performance mutant when it lost performance points; then the totals per
+            kind and per class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS_FILE = ROOT / "tests" / "mutants" / "mutants.json"
+REFERENCE_STUDENT = "reference"
+
+KINDS = ("correctness", "performance")
+CLASSES = ("index-overflow", "tail", "bounds-read", "bounds-write", "race", "rounding",
+           "fused-precision", "timing", "nan", "reduction", "other-correctness",
+           "lost-vectorization", "bank-conflicts", "uncoalesced", "redundant-traffic",
+           "slow-math")
+FIELDS = ("id", "day", "file", "find", "replace", "kind", "class", "description")
+
+# Points within this of the reference's count as the same (the grader rounds to 0.1 or finer).
+POINTS_EPSILON = 1e-6
+
+
+class MutantError(Exception):
+    """A mutant that cannot be applied or a mutants file that is malformed."""
+
+
+# ------------------------------------------------------------------------------ the mutants
+
+
+def load_mutants(path: Optional[Path] = None, root: Optional[Path] = None) -> List[dict]:
+    """The mutants of `path` (tests/mutants/mutants.json), checked for shape: every field
+    present, ids unique, kind and class known, the file a solution's kernel.cu that exists under
+    `root` (the repository), its day the file's."""
+    path = path or MUTANTS_FILE
+    root = root or ROOT
+    with open(path, encoding="utf-8") as f:
+        mutants = json.load(f)
+    if not isinstance(mutants, list):
+        raise MutantError(f"{path}: expected a JSON list of mutants")
+    seen = set()
+    for k, m in enumerate(mutants):
+        where = f"{path}: mutant {k} ({m.get('id', '?') if isinstance(m, dict) else '?'})"
+        if not isinstance(m, dict):
+            raise MutantError(f"{where}: not an object")
+        missing = [f for f in FIELDS if f not in m]
+        if missing:
+            raise MutantError(f"{where}: missing {', '.join(missing)}")
+        if m["id"] in seen:
+            raise MutantError(f"{where}: the id is used twice")
+        seen.add(m["id"])
+        if m["kind"] not in KINDS:
+            raise MutantError(f"{where}: kind must be one of {', '.join(KINDS)}")
+        if m["class"] not in CLASSES:
+            raise MutantError(f"{where}: class must be one of {', '.join(CLASSES)}")
+        lab = lab_of(m)
+        if not lab.startswith(m["day"] + "_"):
+            raise MutantError(f"{where}: {m['file']} is not a file of day {m['day']}")
+        if not (root / m["file"]).is_file():
+            raise MutantError(f"{where}: {m['file']} does not exist")
+        if not m["find"]:
+            raise MutantError(f"{where}: find is empty")
+    return mutants
+
+
+def lab_of(mutant: dict) -> str:
+    """The lab a mutant's file belongs to: solutions/<lab>/kernel.cu -> <lab>."""
+    parts = Path(mutant["file"]).parts
+    if len(parts) != 3 or parts[0] != "solutions" or parts[2] != "kernel.cu":
+        raise MutantError(f"mutant {mutant['id']}: file must be solutions/<lab>/kernel.cu, "
+                          f"not {mutant['file']}")
+    return parts[1]
+
+
+def apply_mutant(text: str, mutant: dict) -> str:
+    """`text` with the mutant's one replacement made; MutantError unless `find` occurs once."""
+    count = text.count(mutant["find"])
+    if count != 1:
+        raise MutantError(f"the text to replace occurs {count} times in {mutant['file']} "
+                          f"(it must occur exactly once)")
+    return text.replace(mutant["find"], mutant["replace"])
+
+
+def select(mutants: List[dict], only: Optional[List[str]]) -> List[dict]:
+    if not only:
+        return mutants
+    unknown = sorted(set(only) - {m["id"] for m in mutants})
+    if unknown:
+        raise MutantError(f"no mutant with id {', '.join(unknown)}")
+    return [m for m in mutants if m["id"] in set(only)]
+
+
+# ------------------------------------------------------------------------------ check
+
+
+def compile_command(build_dir: Path, day: str) -> List[str]:
+    """The build's own nvcc command for day's solution kernel.cu, as a list of arguments."""
+    target = f"{day}_solution_kernel"
+    try:
+        out = subprocess.run(["ninja", "-C", str(build_dir), "-t", "commands", target],
+                             check=True, capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        raise MutantError("ninja is not installed: the compile commands come from the build")
+    except subprocess.CalledProcessError as e:
+        raise MutantError(f"ninja -t commands {target} failed in {build_dir}: "
+                          f"{e.stderr.strip() or e.stdout.strip()}")
+    for line in out.splitlines():
+        if "solutions/" in line and " -c " in line and "kernel.cu" in line:
+            return shlex.split(line)
+    raise MutantError(f"no nvcc command for solutions/.../kernel.cu among the commands of {target}")
+
+
+def retarget(command: List[str], source: str, obj: str, dep: str) -> List[str]:
+    """`command` compiling `source` into `obj` (dependencies into `dep`) instead of the
+    solution's kernel.cu into the build's object."""
+    out = []
+    replaced_source = False
+    k = 0
+    while k < len(command):
+        arg = command[k]
+        if arg in ("-o", "-MF") and k + 1 < len(command):
+            out += [arg, obj if arg == "-o" else dep]
+            k += 2
+            continue
+        if arg.endswith("kernel.cu") and "solutions/" in arg:
+            out.append(source)
+            replaced_source = True
+        else:
+            out.append(arg)
+        k += 1
+    if not replaced_source:
+        raise MutantError("the compile command names no solutions/<lab>/kernel.cu to replace")
+    return out
+
+
+def check_one(mutant: dict, command: List[str], build_dir: Path,
+              root: Optional[Path] = None) -> Tuple[str, str]:
+    """("ok" | "not-found" | "compile-error", details) for one mutant."""
+    root = root or ROOT
+    text = (root / mutant["file"]).read_text(encoding="utf-8")
+    try:
+        mutated = apply_mutant(text, mutant)
+    except MutantError as e:
+        return "not-found", str(e)
+    with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
+        source = os.path.join(tmp, "kernel.cu")
+        with open(source, "w", encoding="utf-8") as f:
+            f.write(mutated)
+        cmd = retarget(command, source, os.path.join(tmp, "kernel.o"),
+                       os.path.join(tmp, "kernel.d"))
+        proc = subprocess.run(cmd, cwd=build_dir, capture_output=True, text=True)
+        if proc.returncode != 0:
+            lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+            errors = [ln for ln in lines if "error" in ln] or lines
+            return "compile-error", "\n".join(errors[:6])
+    return "ok", ""
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    build_dir = Path(args.build_dir)
+    if not (build_dir / "build.ninja").is_file():
+        print(f"SKIPPED: {build_dir} is not a configured Ninja build (cmake --preset default "
+              f"first, or --build-dir)")
+        return 77
+    mutants = select(load_mutants(Path(args.mutants)), args.only)
+    commands: Dict[str, List[str]] = {}
+    for day in sorted({m["day"] for m in mutants}):
+        commands[day] = compile_command(build_dir, day)
+    results: Dict[str, Tuple[str, str]] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(check_one, m, commands[m["day"]], build_dir.resolve()): m
+                   for m in mutants}
+        for fut in concurrent.futures.as_completed(futures):
+            m = futures[fut]
+            results[m["id"]] = fut.result()
+            status, _ = results[m["id"]]
+            print(f"  {status:13} {m['id']}", flush=True)
+    bad = [m for m in mutants if results[m["id"]][0] != "ok"]
+    print()
+    for m in bad:
+        status, details = results[m["id"]]
+        print(f"{m['id']} ({m['file']}): {status}")
+        for line in details.splitlines():
+            print(f"    {line}")
+    print(f"{len(mutants) - len(bad)} of {len(mutants)} mutants apply and compile"
+          + ("" if not bad else f"; {len(bad)} do not"))
+    return 1 if bad else 0
+
+
+# ------------------------------------------------------------------------------ make-class
+
+
+def make_class(out: Path, mutants: List[dict], root: Optional[Path] = None) -> List[str]:
+    """Writes the synthetic class; returns the student folders written."""
+    root = root or ROOT
+    labs = sorted(p.name for p in (root / "solutions").iterdir()
+                  if (p / "kernel.cu").is_file())
+    written = []
+    ref = out / REFERENCE_STUDENT
+    for lab in labs:
+        dest = ref / "labs" / lab / "kernel.cu"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / "solutions" / lab / "kernel.cu", dest)
+    written.append(str(ref))
+    for m in mutants:
+        if m["id"] == REFERENCE_STUDENT:
+            raise MutantError("a mutant may not be called 'reference'")
+        text = (root / m["file"]).read_text(encoding="utf-8")
+        try:
+            mutated = apply_mutant(text, m)
+        except MutantError as e:
+            raise MutantError(f"mutant {m['id']}: {e}")
+        dest = out / m["id"] / "labs" / lab_of(m) / "kernel.cu"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(mutated, encoding="utf-8")
+        written.append(str(out / m["id"]))
+    return written
+
+
+def cmd_make_class(args: argparse.Namespace) -> int:
+    out = Path(args.out_dir)
+    mutants = select(load_mutants(Path(args.mutants)), args.only)
+    if out.exists() and any(out.iterdir()):
+        print(f"{out} is not empty: give make-class a new folder", file=sys.stderr)
+        return 2
+    written = make_class(out, mutants)
+    print(f"wrote {len(written)} students to {out}: '{REFERENCE_STUDENT}' (every solution) and "
+          f"one per mutant (its day only). Grade them with: course grade {out}")
+    return 0
+
+
+# ------------------------------------------------------------------------------ score
+
+
+def day_entry(student: dict, day: str) -> Optional[dict]:
+    for d in student.get("days", []) or []:
+        if d.get("day") == day:
+            return d
+    return None
+
+
+def performance_points(entry: dict) -> Optional[float]:
+    perf = entry.get("performance")
+    if not isinstance(perf, dict) or perf.get("points") is None:
+        return None
+    return float(perf["points"])
+
+
+def score(gradebook: dict, mutants: List[dict]) -> List[dict]:
+    """One verdict per mutant: {"id", "kind", "class", "day", "verdict", "detail"} with verdict
+    "caught", "missed" or "unknown" (not in the gradebook, not graded, no figures to compare)."""
+    students = {s.get("student"): s for s in gradebook.get("students", []) or []}
+    reference = students.get(REFERENCE_STUDENT)
+    verdicts = []
+    for m in mutants:
+        v = {"id": m["id"], "kind": m["kind"], "class": m["class"], "day": m["day"],
+             "verdict": "unknown", "detail": ""}
+        verdicts.append(v)
+        student = students.get(m["id"])
+        ref_day = day_entry(reference, m["day"]) if reference else None
+        if reference is None:
+            v["detail"] = f"no student '{REFERENCE_STUDENT}' in the gradebook to compare with"
+            continue
+        if ref_day is None or ref_day.get("status") != "graded":
+            v["detail"] = f"the reference's {m['day']} was not graded"
+            continue
+        if student is None:
+            v["detail"] = "not in the gradebook"
+            continue
+        entry = day_entry(student, m["day"])
+        if entry is None:
+            v["detail"] = f"no {m['day']} in its grades"
+            continue
+        if entry.get("status") != "graded":
+            v["detail"] = f"{m['day']} was not graded: {entry.get('status')}"
+            continue
+        if m["kind"] == "correctness":
+            got, want = float(entry.get("points", 0.0)), float(ref_day.get("points", 0.0))
+            v["verdict"] = "caught" if got < want - POINTS_EPSILON else "missed"
+            v["detail"] = f"{got:g} of {entry.get('max_points', '?')} points (reference {want:g})"
+        else:
+            got_p, want_p = performance_points(entry), performance_points(ref_day)
+            if got_p is None or want_p is None:
+                v["detail"] = "no performance points to compare (benchmarks not run?)"
+                continue
+            v["verdict"] = "caught" if got_p < want_p - POINTS_EPSILON else "missed"
+            perf_max = (entry.get("performance") or {}).get("max_points", "?")
+            v["detail"] = f"{got_p:g} of {perf_max} performance points (reference {want_p:g})"
+    return verdicts
+
+
+def totals(verdicts: List[dict], key: str) -> "OrderedDict[str, Dict[str, int]]":
+    """{group: {"caught", "missed", "unknown"}} for key = "kind" or "class", in first-seen order
+    of the groups sorted by name."""
+    out: "OrderedDict[str, Dict[str, int]]" = OrderedDict()
+    for v in sorted(verdicts, key=lambda v: v[key]):
+        out.setdefault(v[key], {"caught": 0, "missed": 0, "unknown": 0})[v["verdict"]] += 1
+    return out
+
+
+def rate(t: Dict[str, int]) -> str:
+    judged = t["caught"] + t["missed"]
+    text = f"{t['caught']} of {judged} caught"
+    if judged:
+        text += f" ({100.0 * t['caught'] / judged:.0f}%)"
+    if t["unknown"]:
+        text += f", {t['unknown']} not judged"
+    return text
+
+
+def render(verdicts: List[dict]) -> str:
+    lines = []
+    width = max((len(v["id"]) for v in verdicts), default=10)
+    for v in verdicts:
+        lines.append(f"{v['verdict']:8} {v['id']:{width}}  {v['kind']}/{v['class']}: {v['detail']}")
+    lines.append("")
+    lines.append("by kind:")
+    for k, t in totals(verdicts, "kind").items():
+        lines.append(f"  {k:18} {rate(t)}")
+    lines.append("by class:")
+    for k, t in totals(verdicts, "class").items():
+        lines.append(f"  {k:18} {rate(t)}")
+    return "\n".join(lines)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    with open(args.gradebook, encoding="utf-8") as f:
+        gradebook = json.load(f)
+    mutants = load_mutants(Path(args.mutants))
+    verdicts = score(gradebook, mutants)
+    if args.json:
+        print(json.dumps({"mutants": verdicts,
+                          "by_kind": totals(verdicts, "kind"),
+                          "by_class": totals(verdicts, "class")}, indent=1))
+    else:
+        print(render(verdicts))
+    has_reference = any(s.get("student") == REFERENCE_STUDENT
+                        for s in gradebook.get("students", []) or [])
+    if not has_reference:
+        print(f"the gradebook has no student '{REFERENCE_STUDENT}': grade the class that "
+              f"make-class wrote (it includes one)", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mutants", default=str(MUTANTS_FILE), help="the mutants file (JSON)")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check", help="apply and compile every mutant")
+    c.add_argument("--build-dir", default=str(ROOT / "build" / "default"))
+    c.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    c.add_argument("--only", nargs="+", metavar="ID")
+    c.set_defaults(run=cmd_check)
+    mk = sub.add_parser("make-class", help="write a synthetic class of mutated submissions")
+    mk.add_argument("out_dir")
+    mk.add_argument("--only", nargs="+", metavar="ID")
+    mk.set_defaults(run=cmd_make_class)
+    s = sub.add_parser("score", help="which mutants a gradebook caught")
+    s.add_argument("gradebook")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(run=cmd_score)
+    args = p.parse_args(argv)
+    try:
+        return args.run(args)
+    except MutantError as e:
+        print(f"mutants: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
