@@ -71,8 +71,8 @@ class GpuTest : public ::testing::Test {
 
 }  // namespace course
 
-#define COURSE_POINTS(exercise, points)                                         \
-  [[maybe_unused]] static const int course_points_##exercise##_ =               \
+#define COURSE_POINTS(exercise, points)                           \
+  [[maybe_unused]] static const int course_points_##exercise##_ = \
       ::course::register_points(#exercise, points)
 
 #define COURSE_SKIP_WITHOUT_GPU()                                    \
