@@ -371,6 +371,15 @@ class CommandLineTest(unittest.TestCase):
             self.assertIn("usage", p.stdout.lower())
         self.assertNotIn("_run", run_tool("--help").stdout)
 
+    def test_leaderboard_takes_its_own_options_after_global_ones(self):
+        # The build's launcher puts --build-dir first; leaderboard's options must still reach it.
+        with tempfile.TemporaryDirectory() as d:
+            p = run_tool("--build-dir", d, "leaderboard", "--out", d, os.path.join(d, "none"))
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn("no such file or folder", p.stderr)
+            self.assertNotIn("unrecognized arguments", p.stderr)
+            self.assertIn("--out DIR", run_tool("leaderboard", "--help").stdout)
+
     def test_no_build_says_what_to_do(self):
         with tempfile.TemporaryDirectory() as d:
             p = run_tool("--build-dir", d, "list")

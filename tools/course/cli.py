@@ -567,7 +567,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _first_command(argv: List[str]) -> Optional[int]:
+    """Where the command word is in argv, past the global options (--build-dir DIR, -v)."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--build-dir", "-B"):
+            i += 2
+        elif a.startswith("--build-dir=") or a in ("--verbose", "-v"):
+            i += 1
+        elif a.startswith("-"):
+            return None
+        else:
+            return i
+    return None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `course leaderboard` has its own parser: argparse's REMAINDER does not pass options
+    # (`--out`) through, so its arguments go to it untouched.
+    command_at = _first_command(argv)
+    if command_at is not None and argv[command_at] == "leaderboard":
+        from . import leaderboard  # noqa: PLC0415
+        return leaderboard.main(argv[command_at + 1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
