@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # The GPU suite, on a machine with a GPU: build everything with all cores, run the tests of
-# every solution and every starter, run the solutions' benchmarks, optionally run the race and
-# memory checkers over the Day 4-6 solutions, and print last a compact table:
+# every solution and every starter, run the solutions' benchmarks, optionally run the graded
+# race and memory checkers over the solutions, and print last a compact table:
 #   lab | starter tests (expected: all fail, none crash) | solution tests | key benchmark | % of ceiling
 #
-# Usage: scripts/gpu-check.sh [--steps "build tests check bench grade sanitize"] [--days "d01 d02"]
+# Usage: scripts/gpu-check.sh [--steps "build tests tools check bench grade sanitize"] [--days "d01 d02"]
 #                             [--out DIR]
-#   --steps          which steps to run (default: build tests check bench; "all" adds sanitize)
+#   --steps          which steps to run (default: build tests check bench; "all" adds tools,
+#                    grade and sanitize). tools: the tools' own tests (host; CI runs them)
 #                    check: `course check dNN` timed on every day with the solutions in place
 #                    grade: a synthetic class graded with `course grade`, and its leaderboard
 #   --days           only these days (default: every lab in the build)
 #   --out            where logs, JUnit XML and benchmark JSON go (default: build/gpu-check)
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
 # Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
+#              BENCH_ROWS=grade (each day's GRADE_BENCHMARKS rows where no filter is given),
+#              GRADE_EXTRA (a folder of more submissions graded with the synthetic class, e.g.
+#              planted bugs from `tools/mutants.py make-class`; scored when it has a reference),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
@@ -30,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$steps" = all ] && steps="build tests check bench grade sanitize"
+[ "$steps" = all ] && steps="build tests tools check bench grade sanitize"
 want() { [[ " $steps " == *" $1 "* ]]; }
 mkdir -p "$out"; out=$(cd "$out" && pwd); rm -f "$out/timings.txt"
 bin=build/$preset
@@ -81,10 +85,6 @@ if want tests; then
   echo "GPU suite (ctest -LE tools, -j $jobs): $suite_s s" | tee -a "$out/timings.txt"
   tail -n 3 "$out/tests.log"
   cp -r "$bin/test-results" "$out/test-results"
-  log "tests: the tools' own tests"
-  ctest --test-dir "$bin" -L '^tools$' -j "$jobs" --output-junit "$out/tests-tools.xml" \
-    >"$out/tests-tools.log" 2>&1
-  tail -n 2 "$out/tests-tools.log"
   # Figures the tests measured ("[ measured ] ..." lines), for the lessons' tables.
   python3 - "$out" >"$out/measured-lines.txt" <<'PY'
 import glob, html, json, re, sys
@@ -97,6 +97,14 @@ lines.update(html.unescape(m) for m in re.findall(r"\[ measured \][^\n<]*", text
 print("\n".join(sorted(lines)))
 PY
   echo "$(wc -l <"$out/measured-lines.txt") measured lines in measured-lines.txt"
+fi
+
+if want tools; then
+  # The tools' own tests (host only: CI runs them too; here they also see a GPU).
+  log "tests: the tools' own tests"
+  ctest --test-dir "$bin" -L '^tools$' -j "$jobs" --output-junit "$out/tests-tools.xml" \
+    >"$out/tests-tools.log" 2>&1
+  tail -n 2 "$out/tests-tools.log"
 fi
 
 if want check; then
@@ -130,7 +138,11 @@ if want bench; then
     [ -n "$exe" ] || continue
     log "benchmark: $day solution"
     filter_var="BENCH_FILTER_$day"  # e.g. BENCH_FILTER_d04='<float>' runs only those rows
-    timeout 300 "$exe" --benchmark_filter="${!filter_var:-.}" --benchmark_format=console \
+    filter=${!filter_var:-.}
+    # BENCH_ROWS=grade: the rows a grader times (GRADE_BENCHMARKS; the headline is among them)
+    [ "${BENCH_ROWS:-}" = grade ] && [ -z "${!filter_var:-}" ] &&
+      filter=$(manifest_field 'lab["grade_benchmarks"] or "."' "$day")
+    timeout 300 "$exe" --benchmark_filter="$filter" --benchmark_format=console \
       --benchmark_out_format=json --benchmark_out="$out/bench-$day-solution.json" \
       >"$out/bench-$day-solution.log" 2>&1
     echo "exit $?"
@@ -145,14 +157,22 @@ if want grade; then
   log "grading a synthetic class"
   rm -rf "$out/class" "$out/grades"
   python3 tests/grading/synthetic_class.py "$out/class"
+  if [ -n "${GRADE_EXTRA:-}" ]; then
+    for d in "$GRADE_EXTRA"/*/; do cp -r "$d" "$out/class/"; done
+  fi
+  nstudents=$(ls "$out/class" | wc -l)
   start=$(date +%s.%N)
   "$bin/course" grade "$out/class" --out "$out/grades" --jobs 4 --test-timeout 20 \
     >"$out/grade.log" 2>&1
   echo "course grade exit $?"
   end=$(date +%s.%N)
-  echo "grading the synthetic class (8 students): $(python3 -c "print(f'{$end - $start:.0f}')") s" \
+  echo "grading the synthetic class ($nstudents students): $(python3 -c "print(f'{$end - $start:.0f}')") s" \
     | tee -a "$out/timings.txt"
-  grep -E "^[a-z_]+ +\|" "$out/grade.log" | cut -c1-220
+  grep -E "^[a-z0-9_-]+ +\|" "$out/grade.log" | cut -c1-220
+  if [ -d "$out/class/reference" ]; then
+    python3 tools/mutants.py score "$out/grades/gradebook.json" >"$out/mutants-score.txt" 2>&1
+    echo "mutants score exit $?"; cat "$out/mutants-score.txt"
+  fi
   if "$bin/course" leaderboard --help >/dev/null 2>&1; then
     "$bin/course" leaderboard "$out/grades/students" --out "$out/grades/site" \
       >"$out/leaderboard.log" 2>&1
@@ -161,21 +181,20 @@ if want grade; then
 fi
 
 if want sanitize; then
-  # racecheck (shared-memory races) and memcheck (out-of-bounds and misaligned accesses) over
-  # the solutions of the days that use shared memory; the tests' shapes are small enough for
-  # the checkers' ~100x slowdown. Exit 124: the time limit ended the run (not clean, not dirty).
+  # The graded compute-sanitizer runs (`course _sanitize`, the same as ctest's dNN.lab.memcheck
+  # and the grader's): the day's tools (course_add_lab's SANITIZERS) over the first cases of each
+  # exercise of the SOLUTION, which must be clean for a student's run to mean anything. The
+  # large-index suites stay out (2^31 elements under a ~100x slowdown).
   rm -f "$out/sanitize-summary.txt"
   for day in $days; do
-    [ -n "$(manifest_field '" ".join(lab["sanitizers"])' "$day")" ] || continue
-    exe=$(find "$bin/labs" -name "${day}_solution_tests" -type f | head -n 1)
-    [ -n "$exe" ] || continue
-    for tool in racecheck memcheck; do
-      log "compute-sanitizer --tool $tool $day"
-      timeout "${SANITIZE_SECONDS:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-        "$exe" --gtest_brief=1 >"$out/sanitize-$day-$tool.log" 2>&1
+    for tool in $(manifest_field '" ".join(lab["sanitizers"])' "$day"); do
+      log "compute-sanitizer --tool $tool $day (solution)"
+      start=$(date +%s)
+      "$bin/course" _sanitize --manifest "$bin/course_manifest.json" --day "$day" \
+        --variant solution --tool "$tool" --seconds "${SANITIZE_SECONDS:-300}" \
+        >"$out/sanitize-$day-$tool.log" 2>&1
       rc=$?
-      echo "exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$day-$tool.log" \
-        | tail -n 1) $(grep -E '^\[  (PASSED|FAILED)' "$out/sanitize-$day-$tool.log" | tr '\n' ' ')"
+      echo "exit $rc ($(( $(date +%s) - start )) s): $(head -n 1 "$out/sanitize-$day-$tool.log")"
       echo "$tool $day exit $rc" >>"$out/sanitize-summary.txt"
     done
   done
