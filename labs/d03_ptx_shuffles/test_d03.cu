@@ -400,6 +400,68 @@ std::vector<float> run_segment_max(const std::vector<float>& x, float garbage) {
   return out.download();
 }
 
+// ---------------------------------------------------------------- the input's end, for memcheck
+// The tests below pad the input with NaN (with_garbage_after): a lane past n that USES what it
+// loads shows in the result. A lane that loads past n and throws the value away shows nowhere:
+// the load stays inside the padded buffer. Here the input buffer ends exactly at n, so such a
+// load is an access past the allocation, which compute-sanitizer's memcheck reports (the graded
+// d03.lab.memcheck runs the first cases of each exercise: these come first). The results are
+// checked too, so each test also fails on an unfinished kernel.
+class SegmentsOfExactInput : public course::GpuTest {
+ protected:
+  static constexpr std::int64_t kN = 33;  // one whole segment and one lane of the next
+  std::vector<float> x_ =
+      course::random_uniform<float>(static_cast<std::size_t>(kN), course::seed_for(60));
+  DeviceBuffer<float> dx_{x_};  // exactly n floats: nothing to read past the end
+  course::CompareOptions options(const std::string& what) const {
+    course::CompareOptions o;
+    o.what = what + " of 33 elements in a buffer of exactly 33";
+    return o;
+  }
+};
+using WarpSumExactInput = SegmentsOfExactInput;
+using WarpMaxExactInput = SegmentsOfExactInput;
+using WarpBroadcastExactInput = SegmentsOfExactInput;
+using WarpScanExactInput = SegmentsOfExactInput;
+
+TEST_F(WarpSumExactInput, ReadsNothingPastTheEnd) {
+  DeviceBuffer<float> out(segments_of(x_.size()));
+  out.poison();
+  d03::segment_sum(dx_.data(), out.data(), kN);
+  sync();
+  COURSE_EXPECT_MATCH(out.download(), ref::segment_sums(course::as_doubles(x_)),
+                      options("segment sums"));
+}
+
+TEST_F(WarpMaxExactInput, ReadsNothingPastTheEnd) {
+  DeviceBuffer<float> out(segments_of(x_.size()));
+  out.poison();
+  d03::segment_max(dx_.data(), out.data(), kN);
+  sync();
+  auto o = options("segment maxima");
+  o.tolerance = kExact;
+  COURSE_EXPECT_MATCH(out.download(), ref::segment_max(course::as_doubles(x_)), o);
+}
+
+TEST_F(WarpBroadcastExactInput, ReadsNothingPastTheEnd) {
+  DeviceBuffer<float> y(x_.size());
+  y.poison();
+  d03::segment_broadcast(dx_.data(), y.data(), kN, 7);
+  sync();
+  auto o = options("broadcast from lane 7");
+  o.tolerance = kExact;
+  COURSE_EXPECT_MATCH(y.download(), ref::segment_broadcast(course::as_doubles(x_), 7), o);
+}
+
+TEST_F(WarpScanExactInput, ReadsNothingPastTheEnd) {
+  DeviceBuffer<float> y(x_.size());
+  y.poison();
+  d03::segment_scan(dx_.data(), y.data(), kN);
+  sync();
+  COURSE_EXPECT_MATCH(y.download(), ref::segment_inclusive_scan(course::as_doubles(x_)),
+                      options("segment scans"));
+}
+
 // ---------------------------------------------------------------- 2a: warp sum
 COURSE_POINTS(WarpSum, 10);
 

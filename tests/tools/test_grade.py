@@ -107,6 +107,43 @@ class PointsTest(unittest.TestCase):
         no_gpu = grade.performance(lab(), day, cases, None, None, "not timed: no GPU")
         self.assertAlmostEqual(no_gpu["points"], 2.0)
         self.assertEqual(no_gpu["not_run_points"], 6.0)
+        # Failed tests: the benchmarks were not run because the kernel is wrong, so their
+        # points are lost, not "not run".
+        failed = grade.performance(lab(), day, cases, None, None, "not timed: 3 tests failed",
+                                   forfeit=True)
+        self.assertAlmostEqual(failed["points"], 2.0)
+        self.assertEqual(failed["not_run_points"], 0.0)
+
+    def test_a_benchmark_has_the_gpu_to_itself(self):
+        """Tests share the GPU with each other; a benchmark waits for them, and no test starts
+        while it waits or runs (other processes, like the grader's students in parallel)."""
+        import threading  # noqa: PLC0415
+        import time  # noqa: PLC0415
+        with tempfile.TemporaryDirectory() as out:
+            holder = subprocess.Popen(
+                [sys.executable, "-c",
+                 "import sys, time; sys.path.insert(0, sys.argv[1]); from course import grade\n"
+                 "with grade.GpuLock(sys.argv[2], 'tests'):\n"
+                 "    print('in', flush=True); time.sleep(1.5)",
+                 os.path.join(ROOT, "tools"), out], stdout=subprocess.PIPE, text=True)
+            self.assertEqual(holder.stdout.readline().strip(), "in")
+            with grade.GpuLock(out, "tests"):  # a second test: shares the GPU at once
+                pass
+            events = []
+            def bench():
+                with grade.GpuLock(out, "bench"):
+                    events.append(("bench", time.monotonic()))
+                    time.sleep(0.5)
+                    events.append(("bench done", time.monotonic()))
+            b = threading.Thread(target=bench)
+            b.start()
+            time.sleep(0.3)  # the benchmark is waiting for the holder's tests
+            with grade.GpuLock(out, "tests"):  # a test arriving now waits for the benchmark
+                events.append(("test", time.monotonic()))
+            b.join()
+            holder.wait()
+            names = [e[0] for e in events]
+            self.assertEqual(names, ["bench", "bench done", "test"])
 
 
 @unittest.skipUnless(BUILD, "needs COURSE_BUILD_DIR (a configured and built course)")

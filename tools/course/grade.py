@@ -34,6 +34,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -256,8 +257,10 @@ def grade_day(lab: Lab, status: str, cases: List[R.Case], points: Dict[str, floa
 
 
 def performance(lab: Lab, day: dict, cases: List[R.Case], bench_rows: Optional[List[B.Row]],
-                ref_rows: Optional[List[B.Row]], bench_note: str) -> dict:
-    """Performance points: the benchmarks against the solution, and the SASS checks."""
+                ref_rows: Optional[List[B.Row]], bench_note: str, forfeit: bool = False) -> dict:
+    """Performance points: the benchmarks against the solution, and the SASS checks. forfeit:
+    the benchmarks were not run because a test failed, so their points are lost (0), where
+    bench_rows None without forfeit means they could not run here (not run: null)."""
     max_points = round(PERFORMANCE_SHARE * day["max_points"], 2)
     sass = [c for c in cases if c.kind == "sass"]
     sass_share = (1.0 - BENCH_SHARE) if sass else 0.0
@@ -275,8 +278,8 @@ def performance(lab: Lab, day: dict, cases: List[R.Case], bench_rows: Optional[L
     sass_points = None
     if ran_sass:
         sass_points = sass_max * sum(c.outcome == R.PASSED for c in ran_sass) / len(ran_sass)
-    bench_points = None
-    if bench_rows is not None:
+    bench_points = 0.0 if forfeit else None
+    if bench_rows is not None and not forfeit:
         refs = {r.name: r for r in (ref_rows or [])}
         fractions = []
         for r in bench_rows:
@@ -302,21 +305,42 @@ def performance(lab: Lab, day: dict, cases: List[R.Case], bench_rows: Optional[L
     return perf
 
 
-class BenchLock:
-    """One benchmark on the GPU at a time, across threads and processes (a file lock)."""
+class GpuLock:
+    """The GPU shared between students graded at once, across threads and processes (file
+    locks in the gradebook's folder). Tests share the GPU (`GpuLock(out, "tests")`: any number
+    at once); a benchmark has it alone (`GpuLock(out, "bench")`): it waits until the tests
+    running now are done, and no test starts until it is, so no timing is taken beside another
+    student's kernels. A waiting benchmark goes first: a test takes the turnstile before its
+    shared lock, and the benchmark holds the turnstile while it waits and runs, so a stream of
+    tests cannot keep it waiting for ever."""
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, out: str, use: str):
+        assert use in ("tests", "bench")
+        self.out, self.use = out, use
 
     def __enter__(self):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.f = open(self.path, "w")
-        fcntl.flock(self.f, fcntl.LOCK_EX)
+        os.makedirs(self.out, exist_ok=True)
+        # One GPU per machine as far as the locks know: grading tasks on other nodes of a
+        # cluster (the same folder on a shared filesystem) have GPUs of their own.
+        host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "localhost"
+        self.turnstile = open(os.path.join(self.out, f"gpu.{host}.turnstile.lock"), "a")
+        self.gpu = open(os.path.join(self.out, f"gpu.{host}.lock"), "a")
+        fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+        if self.use == "tests":
+            try:
+                fcntl.flock(self.gpu, fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(self.gpu, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
-        fcntl.flock(self.f, fcntl.LOCK_UN)
-        self.f.close()
+        fcntl.flock(self.gpu, fcntl.LOCK_UN)
+        if self.use == "bench":
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        self.gpu.close()
+        self.turnstile.close()
 
 
 def reference_bench(m: Manifest, lab: Lab, opts: Options) -> Optional[B.BenchRun]:
@@ -389,10 +413,11 @@ def grade_student(m: Manifest, folder: str, opts: Options, commands: Dict[str, c
     env = dict(os.environ, COURSE_SEED=str(secrets.randbits(62)))
     env.pop("COURSE_TEST_SHARDS", None)
     test_start = time.monotonic()
-    ctest = subprocess.run(["ctest", "--test-dir", sdir, "-j", str(opts.ctest_jobs),
-                            "--output-junit", os.path.join(sdir, "junit.xml")],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           errors="replace", env=env)
+    with GpuLock(opts.out, "tests"):  # never beside another student's benchmark
+        ctest = subprocess.run(["ctest", "--test-dir", sdir, "-j", str(opts.ctest_jobs),
+                                "--output-junit", os.path.join(sdir, "junit.xml")],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               errors="replace", env=env)
     with open(os.path.join(sdir, "ctest.log"), "w", encoding="utf-8") as f:
         f.write(ctest.stdout)
     test_seconds = time.monotonic() - test_start
@@ -452,6 +477,7 @@ def grade_student(m: Manifest, folder: str, opts: Options, commands: Dict[str, c
         # Benchmarks only where every test ran and passed.
         bench_rows = ref_rows = None
         note = ""
+        forfeit = False
         tests = [c for c in cases if c.kind in ("gpu", "host")]
         t = R.tally(tests)
         if day["status"] != "graded":
@@ -459,11 +485,13 @@ def grade_student(m: Manifest, folder: str, opts: Options, commands: Dict[str, c
         elif not opts.bench:
             note = "not timed: benchmarks were not asked for (--no-bench)"
         elif t.failed:
-            note = f"not timed: {t.failed} tests failed (an incorrect kernel is never timed)"
+            note = (f"not timed: {t.failed} tests failed (an incorrect kernel is never timed: "
+                    "no benchmark points)")
+            forfeit = True
         elif t.skipped or not t.passed:
             note = "not timed: the tests could not all run here (no GPU?)"
         else:
-            with BenchLock(os.path.join(opts.out, "bench.lock")):
+            with GpuLock(opts.out, "bench"):  # the GPU alone: no test of anyone beside it
                 ref = reference_bench(m, lab, opts)
                 ref_rows = ref.rows if ref else None
                 seed = str(secrets.randbits(62))
@@ -484,7 +512,7 @@ def grade_student(m: Manifest, folder: str, opts: Options, commands: Dict[str, c
                 except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
                     note = f"the benchmark program did not run to its end: {first_line(str(e))}"
                     bench_rows = []
-        day["performance"] = performance(lab, day, cases, bench_rows, ref_rows, note)
+        day["performance"] = performance(lab, day, cases, bench_rows, ref_rows, note, forfeit)
         days.append(day)
 
     grade = {
