@@ -162,10 +162,11 @@ class GradeClassTest(unittest.TestCase):
                 import shutil  # noqa: PLC0415
                 shutil.rmtree(os.path.join(subs, name))
         cls.out = os.path.join(cls.tmp.name, "grades")
+        # Relative paths, as an instructor types them (`course grade subs --out grades`).
         cmd = [sys.executable, os.path.join(ROOT, "tools", "bin", "course"), "--build-dir", BUILD,
-               "grade", subs, "--out", cls.out, "--days", "d01", "--no-bench", "--jobs", "2"]
-        cls.first = subprocess.run(cmd, capture_output=True, text=True)
-        cls.second = subprocess.run(cmd, capture_output=True, text=True)
+               "grade", "subs", "--out", "grades", "--days", "d01", "--no-bench", "--jobs", "2"]
+        cls.first = subprocess.run(cmd, capture_output=True, text=True, cwd=cls.tmp.name)
+        cls.second = subprocess.run(cmd, capture_output=True, text=True, cwd=cls.tmp.name)
         with open(os.path.join(cls.out, "gradebook.json")) as f:
             cls.book = {s["student"]: s for s in json.load(f)["students"]}
 

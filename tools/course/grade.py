@@ -88,7 +88,8 @@ class Options:
     def __init__(self, out: str, jobs: int = 2, bench: bool = True, days: Optional[List[str]] = None,
                  test_timeout: Optional[float] = None, regrade: bool = False,
                  ctest_jobs: int = 4, session: str = "", say=print):
-        self.out, self.jobs, self.bench, self.days = out, jobs, bench, days
+        # Absolute: the compile and link commands and ctest run in other folders.
+        self.out, self.jobs, self.bench, self.days = os.path.abspath(out), jobs, bench, days
         self.test_timeout, self.regrade, self.ctest_jobs = test_timeout, regrade, ctest_jobs
         self.session = session or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.say = say
@@ -748,6 +749,7 @@ def students_in(submissions: str) -> List[str]:
 
 def grade_class(m: Manifest, submissions: str, opts: Options,
                 only: Optional[List[int]] = None, merge: bool = True) -> int:
+    submissions = os.path.abspath(submissions)
     missing = classbuild.programs_missing(m)
     if missing:
         raise classbuild.ClassBuildError(
