@@ -182,8 +182,8 @@ fi
 
 if want sanitize; then
   # The graded compute-sanitizer runs (`course _sanitize`, the same as ctest's dNN.lab.memcheck
-  # and the grader's): the day's tools (course_add_lab's SANITIZERS) over the first cases of each
-  # exercise of the SOLUTION, which must be clean for a student's run to mean anything. The
+  # and the grader's): the day's tools (course_add_lab's SANITIZERS) over every GPU case of the
+  # SOLUTION, which must be clean for a student's run to mean anything. The
   # large-index suites stay out (2^31 elements under a ~100x slowdown).
   rm -f "$out/sanitize-summary.txt"
   for day in $days; do

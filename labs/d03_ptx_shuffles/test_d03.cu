@@ -405,8 +405,8 @@ std::vector<float> run_segment_max(const std::vector<float>& x, float garbage) {
 // loads shows in the result. A lane that loads past n and throws the value away shows nowhere:
 // the load stays inside the padded buffer. Here the input buffer ends exactly at n, so such a
 // load is an access past the allocation, which compute-sanitizer's memcheck reports (the graded
-// d03.lab.memcheck runs the first cases of each exercise: these come first). The results are
-// checked too, so each test also fails on an unfinished kernel.
+// d03.lab.memcheck). The results are checked too, so each test also fails on an unfinished
+// kernel.
 class SegmentsOfExactInput : public course::GpuTest {
  protected:
   static constexpr std::int64_t kN = 33;  // one whole segment and one lane of the next
