@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "course/device.h"
+#include "course/json.h"
 #include "course/random.h"
 
 namespace {
@@ -60,35 +61,7 @@ OutputFlags output_flags(int argc, char** argv) {
   return flags;
 }
 
-// A JSON string literal: quotes, backslashes and control characters escaped.
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+using course::json_string;
 
 // Local time as Google Benchmark writes it into its context: 2026-11-23T10:00:00+01:00.
 std::string local_date() {

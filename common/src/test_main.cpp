@@ -23,6 +23,7 @@
 #include <string>
 
 #include "course/device.h"
+#include "course/json.h"
 #include "course/random.h"
 #include "course/testing.h"
 
@@ -50,37 +51,7 @@ namespace {
 // The exit status that tells the runner "the CUDA context is lost, restart after this test".
 constexpr int kContextLostExit = 86;
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+using course::json_string;
 
 std::string full_name(const ::testing::TestInfo& t) {
   return std::string(t.test_suite_name()) + "." + t.name();
