@@ -280,7 +280,18 @@ class SassTest(unittest.TestCase):
 
     def test_a_renamed_kernel_is_named(self):
         r = sass.run_check(self.check(kernel="vectorized"), self.dis(), "lab")
-        self.assertIn("no kernel's name matches /vectorized/", r.problems[0])
+        self.assertIn("no compiled kernel whose name matches /vectorized/", r.problems[0])
+
+    def test_a_template_instance_never_launched_names_the_ones_compiled(self):
+        dis = sass.Disassembly({("sm_90", "k1"): ["LDG.E R0, [R2]"]},
+                               {"k1": "void d02::gelu_kernel<float, 1>(float const*, float*, long)"})
+        r = sass.run_check(self.check(kernel="d02::gelu_kernel<float, 4>",
+                                      what="load whole 16-byte vectors"), dis, "lab")
+        self.assertFalse(r.ok)
+        self.assertIn("your code has no compiled kernel whose name matches "
+                      "/d02::gelu_kernel<float, 4>/, the kernel that must load whole 16-byte "
+                      "vectors", r.problems[0])
+        self.assertIn("(compiled instead: d02::gelu_kernel<float, 1>)", r.problems[0])
 
 
 class HintsTest(unittest.TestCase):

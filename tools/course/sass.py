@@ -148,10 +148,18 @@ def run_check(check: SassCheck, dis: Disassembly, variant: str) -> CheckResult:
         chosen = {n: body for (a, n), body in dis.kernels.items()
                   if a == arch and re.search(check.kernel, dis.names[n])}
         if not chosen:
-            others = ", ".join(sorted({short_name(dis.names[n])
-                                       for (a, n) in dis.kernels if a == arch}))
-            problem(arch, f"no kernel's name matches /{check.kernel}/: was a kernel renamed or "
-                          f"removed? (kernels: {others})")
+            names = sorted({short_name(dis.names[n]) for (a, n) in dis.kernels if a == arch})
+            # The kernels of the same name with other template arguments say the most: a
+            # template instance that is never launched is never compiled.
+            base = re.split(r"[<(\\]", check.kernel.replace("\\", ""))[0].strip(".*^ ")
+            alike = [n for n in names if base and base in n]
+            listed = alike or names
+            more = f", and {len(listed) - 12} more" if len(listed) > 12 else ""
+            problem(arch, f"{who}code has no compiled kernel whose name matches /{check.kernel}/, "
+                          f"the kernel that must {check.what}: a kernel (or a template instance) "
+                          f"that is never launched is never compiled; was it renamed or removed? "
+                          f"({'compiled instead' if alike else 'kernels'}: "
+                          f"{', '.join(listed[:12])}{more})")
             continue
         shown = ", ".join(sorted(short_name(dis.names[n]) for n in chosen))
         missing = [pattern_words(p) for p in check.require
