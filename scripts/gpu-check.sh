@@ -7,7 +7,8 @@
 # Usage: scripts/gpu-check.sh [--steps "build tests tools check bench grade sanitize"] [--days "d01 d02"]
 #                             [--out DIR]
 #   --steps          which steps to run (default: build tests check bench; "all" adds tools,
-#                    grade and sanitize). tools: the tools' own tests (host; CI runs them)
+#                    grade, sanitize and mutants). tools: the tools' own tests (host; CI runs
+#                    them); mutants: the planted bugs graded and scored (MUTANTS below)
 #                    check: `course check dNN` timed on every day with the solutions in place
 #                    grade: a synthetic class graded with `course grade`, and its leaderboard
 #   --days           only these days (default: every lab in the build)
@@ -17,6 +18,7 @@
 #              BENCH_ROWS=grade (each day's GRADE_BENCHMARKS rows where no filter is given),
 #              GRADE_EXTRA (a folder of more submissions graded with the synthetic class, e.g.
 #              planted bugs from `tools/mutants.py make-class`; scored when it has a reference),
+#              MUTANTS (the mutants step's bugs: correctness (default), performance, all, or ids),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$steps" = all ] && steps="build tests tools check bench grade sanitize"
+[ "$steps" = all ] && steps="build tests tools check bench grade sanitize mutants"
 want() { [[ " $steps " == *" $1 "* ]]; }
 mkdir -p "$out"; out=$(cd "$out" && pwd); rm -f "$out/timings.txt"
 bin=build/$preset
@@ -178,6 +180,36 @@ if want grade; then
       >"$out/leaderboard.log" 2>&1
     echo "course leaderboard exit $?"; head -n 30 "$out/leaderboard.log"
   fi
+fi
+
+if want mutants; then
+  # The planted bugs of tests/mutants/mutants.json graded as a class of their own, with the
+  # unchanged solution as `reference`, then scored (tools/mutants.py). MUTANTS selects them:
+  # "correctness" (the default: graded without benchmarks, which they do not need), "performance"
+  # or "all" (with benchmarks), or a list of ids.
+  log "grading the planted bugs (${MUTANTS:-correctness})"
+  rm -rf "$out/mutants" "$out/mutant-grades"
+  sel=${MUTANTS:-correctness}
+  ids=$(python3 - "$sel" <<'PY'
+import json, sys
+sel = sys.argv[1].split()
+ms = json.load(open("tests/mutants/mutants.json"))
+if sel in (["correctness"], ["performance"]):
+    ms = [m for m in ms if m["kind"] == sel[0]]
+elif sel != ["all"]:
+    ms = [m for m in ms if m["id"] in sel]
+print(" ".join(m["id"] for m in ms))
+PY
+)
+  nobench=--no-bench
+  [ "$sel" = correctness ] || nobench=""
+  python3 tools/mutants.py make-class "$out/mutants" --only $ids
+  start=$(date +%s)
+  "$bin/course" grade "$out/mutants" --out "$out/mutant-grades" --jobs 4 --test-timeout 20 \
+    $nobench >"$out/mutant-grade.log" 2>&1
+  echo "course grade exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
+  python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" >"$out/mutants-score.txt" 2>&1
+  echo "mutants score exit $?"; grep -vE "^caught" "$out/mutants-score.txt"
 fi
 
 if want sanitize; then

@@ -307,6 +307,12 @@ def score(gradebook: dict, mutants: List[dict]) -> List[dict]:
             continue
         if m["kind"] == "correctness":
             got, want = float(entry.get("points", 0.0)), float(ref_day.get("points", 0.0))
+            not_run = entry.get("not_run_points") or ref_day.get("not_run_points")
+            if not_run and got >= want - POINTS_EPSILON:
+                # Part of the day could not run here (no GPU): equal points say nothing.
+                v["detail"] = (f"{m['day']}'s tests did not all run here ({not_run:g} points "
+                               f"not run: no GPU?); {got:g} points, as the reference")
+                continue
             v["verdict"] = "caught" if got < want - POINTS_EPSILON else "missed"
             v["detail"] = f"{got:g} of {entry.get('max_points', '?')} points (reference {want:g})"
         else:

@@ -179,6 +179,16 @@ class ScoreTest(unittest.TestCase):
         self.assertIn("build_failed", verdicts["broken-build"]["detail"])
         self.assertEqual(verdicts["absent"]["verdict"], "unknown")
 
+    def test_tests_that_did_not_run_judge_nothing_unless_points_were_lost(self):
+        book = self.gradebook()
+        for student in book["students"]:
+            for d in student["days"]:
+                d["not_run_points"] = 30.0  # graded without a GPU
+        verdicts = {v["id"]: v for v in mutants.score(book, self.MUTANTS)}
+        self.assertEqual(verdicts["same-points"]["verdict"], "unknown")
+        self.assertIn("did not all run here", verdicts["same-points"]["detail"])
+        self.assertEqual(verdicts["lost-points"]["verdict"], "caught")  # a host test caught it
+
     def test_performance_needs_figures_on_both_sides(self):
         book = self.gradebook()
         del book["students"][0]["days"][0]["performance"]
