@@ -1,0 +1,779 @@
+// Day 8 tests, part 1: the caching pool. The host suites (CachingPoolSizes ... CachingPoolThreads,
+// listed as HOST_SUITES) run the pool against FakeDeviceMemory below: a backend with a fixed
+// capacity, fake addresses (never dereferenced), a count of every call and events that complete
+// only when the test says so, so that every rule of lab.h is checked exactly and
+// deterministically, without a GPU. The GPU suite (CachingPoolGpu) runs the same pool on
+// CudaDeviceMemory and writes through its pointers from a kernel.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "course/check.h"
+#include "course/random.h"
+#include "course/testing.h"
+#include "lab.h"
+
+namespace {
+
+using d08::CachingPool;
+using d08::PoolStats;
+
+constexpr std::size_t kKiB = 1024;
+constexpr std::size_t kMiB = 1024 * kKiB;
+
+COURSE_POINTS(CachingPool, 40);
+
+// ---------------------------------------------------------------- the fake backend
+// Segments get addresses from a counter, with a 2 MiB gap after each, so that two segments never
+// touch (a pool that merged blocks across segments would be caught). Events are ids; each
+// remembers its stream and completes when complete_events() says so. Every misuse (freeing an
+// unknown pointer, querying a released event) is recorded in errors() for the test to check.
+class FakeDeviceMemory final : public d08::DeviceMemory {
+ public:
+  explicit FakeDeviceMemory(std::size_t capacity) : capacity_(capacity) {}
+
+  void* allocate(std::size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++allocate_calls_;
+    last_request_ = bytes;
+    if (bytes > capacity_ - used_) {
+      ++failed_allocations_;
+      return nullptr;
+    }
+    const std::uintptr_t base = next_address_;
+    next_address_ += (bytes + kGap - 1) / kGap * kGap + kGap;
+    segments_[base] = bytes;
+    used_ += bytes;
+    return reinterpret_cast<void*>(base);
+  }
+  void free(void* ptr) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++free_calls_;
+    const auto it = segments_.find(reinterpret_cast<std::uintptr_t>(ptr));
+    if (it == segments_.end()) {
+      errors_.push_back("free() of a pointer the backend never gave (or gave and took back)");
+      return;
+    }
+    used_ -= it->second;
+    segments_.erase(it);
+  }
+  Event record_event(cudaStream_t stream) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++events_recorded_;
+    events_[++last_event_] = {stream, false};
+    return last_event_;
+  }
+  bool event_completed(Event event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = events_.find(event);
+    if (it == events_.end()) {
+      errors_.push_back("event_completed() on an event that was released or never recorded");
+      return false;
+    }
+    return it->second.completed;
+  }
+  void release_event(Event event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (events_.erase(event) == 0)
+      errors_.push_back("release_event() on an event that was released or never recorded");
+  }
+  Info info() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {capacity_ - used_, capacity_};
+  }
+
+  // The work queued so far on `stream` has finished: its events complete.
+  void complete_events(cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, e] : events_)
+      if (e.stream == stream) e.completed = true;
+  }
+  void complete_all_events() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, e] : events_) e.completed = true;
+  }
+
+  int allocate_calls() const { return locked(allocate_calls_); }
+  int failed_allocations() const { return locked(failed_allocations_); }
+  int free_calls() const { return locked(free_calls_); }
+  int events_recorded() const { return locked(events_recorded_); }
+  std::size_t last_request() const { return locked(last_request_); }
+  std::size_t used_bytes() const { return locked(used_); }
+  std::size_t live_segments() const { return locked(segments_.size()); }
+  std::size_t live_events() const { return locked(events_.size()); }
+  std::vector<std::string> errors() const { return locked(errors_); }
+
+ private:
+  static constexpr std::uintptr_t kGap = 2 * kMiB;
+  struct FakeEvent {
+    cudaStream_t stream;
+    bool completed;
+  };
+  template <class T>
+  T locked(const T& value) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return value;
+  }
+
+  mutable std::mutex mutex_;
+  std::size_t capacity_, used_ = 0, last_request_ = 0;
+  std::uintptr_t next_address_ = std::uintptr_t{1} << 40;
+  std::map<std::uintptr_t, std::size_t> segments_;  // base -> bytes
+  std::map<Event, FakeEvent> events_;
+  Event last_event_ = 0;
+  int allocate_calls_ = 0, failed_allocations_ = 0, free_calls_ = 0, events_recorded_ = 0;
+  std::vector<std::string> errors_;
+};
+
+constexpr std::size_t kBigCapacity = std::size_t{64} << 30;  // no test reaches it by accident
+
+// Stream handles for the fake backend: never dereferenced, only compared. 0 is the default
+// stream.
+cudaStream_t stream(int k) {
+  return reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(k));
+}
+
+char* at(void* p) { return static_cast<char*>(p); }
+std::ptrdiff_t offset(void* p, void* base) { return at(p) - at(base); }
+
+void expect_backend_clean(const FakeDeviceMemory& fake) {
+  for (const std::string& e : fake.errors()) ADD_FAILURE() << "the pool misused the backend: " << e;
+}
+
+// Every field of PoolStats against what it must be, each with its name and the TODO to look at.
+struct Expected {
+  std::size_t reserved, allocated, pending, cached, peak, largest;
+  std::int64_t segments, allocated_blocks, cached_blocks;
+  double fragmentation;
+};
+
+void expect_stats(CachingPool& pool, const Expected& e, const std::string& step) {
+  const PoolStats s = pool.stats();
+  const auto check = [&](const char* name, auto got, auto want, const char* todo) {
+    if (got != want)
+      ADD_FAILURE() << "after " << step << ": stats()." << name << " is " << got << ", expected "
+                    << want << " (" << todo << ")";
+  };
+  check("reserved_bytes", s.reserved_bytes, e.reserved, "the segments: TODO d08.7 and d08.6");
+  check("allocated_bytes", s.allocated_bytes, e.allocated,
+        "a block counts with its full size: TODO d08.2 and d08.3");
+  check("pending_bytes", s.pending_bytes, e.pending, "freed blocks other streams use: TODO d08.4");
+  check("cached_bytes", s.cached_bytes, e.cached, "the free lists: TODO d08.3");
+  check("peak_allocated_bytes", s.peak_allocated_bytes, e.peak, "TODO d08.2");
+  check("largest_cached_block", s.largest_cached_block, e.largest, "TODO d08.5");
+  check("segments", s.segments, e.segments, "TODO d08.7 and d08.6");
+  check("allocated_blocks", s.allocated_blocks, e.allocated_blocks, "TODO d08.2 and d08.3");
+  check("cached_blocks", s.cached_blocks, e.cached_blocks,
+        "splitting adds one, merging removes one: TODO d08.3");
+  if (std::abs(s.fragmentation - e.fragmentation) > 1e-12)
+    ADD_FAILURE() << "after " << step << ": stats().fragmentation is " << s.fragmentation
+                  << ", expected " << e.fragmentation
+                  << " = 1 - largest_cached_block / cached_bytes (TODO d08.5)";
+  if (s.reserved_bytes != s.allocated_bytes + s.pending_bytes + s.cached_bytes)
+    ADD_FAILURE() << "after " << step << ": reserved_bytes (" << s.reserved_bytes
+                  << ") != allocated + pending + cached (" << s.allocated_bytes << " + "
+                  << s.pending_bytes << " + " << s.cached_bytes
+                  << "): a block was counted twice or lost";
+}
+
+// ================================================================ host: sizes (TODO d08.1)
+TEST(CachingPoolSizes, RoundsRequestsUpToMultiplesOf512Bytes) {
+  const std::size_t cases[][2] = {{1, 512},
+                                  {511, 512},
+                                  {512, 512},
+                                  {513, 1024},
+                                  {1000, 1024},
+                                  {4096, 4096},
+                                  {kMiB, kMiB},
+                                  {kMiB + 1, kMiB + 512},
+                                  {3 * kMiB + 5, 3 * kMiB + 512}};
+  for (const auto& c : cases)
+    EXPECT_EQ(d08::round_size(c[0]), c[1])
+        << "round_size(" << c[0] << "): a block is the request rounded UP to a multiple of "
+        << "kMinBlockSize = 512 (TODO d08.1, lesson 8 §2)";
+}
+
+TEST(CachingPoolSizes, PicksTwoMiBSegmentsForSmallBlocksAndRoundsLargeOnes) {
+  const std::size_t cases[][2] = {
+      {512, 2 * kMiB},      {kMiB, 2 * kMiB},           {kMiB + 512, 2 * kMiB},
+      {2 * kMiB, 2 * kMiB}, {2 * kMiB + 512, 4 * kMiB}, {9 * kMiB, 10 * kMiB}};
+  for (const auto& c : cases)
+    EXPECT_EQ(d08::segment_size(c[0]), c[1])
+        << "segment_size(" << c[0] << "): 2 MiB for a small block (<= 1 MiB), else the block "
+        << "rounded up to a multiple of 2 MiB (TODO d08.1, lesson 8 §2)";
+}
+
+TEST(CachingPoolSizes, AllocatesRoundedBlocksFromRoundedSegments) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  EXPECT_EQ(pool.allocate(0), nullptr) << "allocate(0) must return nullptr and do nothing";
+  EXPECT_EQ(fake.allocate_calls(), 0) << "allocate(0) asked the backend for memory";
+  void* p = pool.allocate(1000);
+  ASSERT_NE(p, nullptr) << "allocate(1000) returned nullptr (TODO d08.2)";
+  EXPECT_EQ(fake.last_request(), 2 * kMiB)
+      << "the first small block must come from a new 2 MiB segment (segment_size, TODO d08.1)";
+  EXPECT_EQ(pool.stats().allocated_bytes, 1024u)
+      << "1000 bytes are a 1024-byte block: allocated_bytes counts the rounded size";
+  void* q = pool.allocate(9 * kMiB);
+  EXPECT_EQ(fake.last_request(), 10 * kMiB)
+      << "a 9 MiB block needs a new segment of 10 MiB (rounded up to 2 MiB)";
+  EXPECT_EQ(fake.allocate_calls(), 2) << "one backend call per new segment";
+  pool.free(p);
+  pool.free(q);
+  expect_backend_clean(fake);
+}
+
+// ================================================================ host: reuse (TODO d08.2, d08.3)
+TEST(CachingPoolReuse, HandsTheSameBlockOutAgainWithoutCallingTheBackend) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(1000);
+  pool.free(p);
+  EXPECT_EQ(pool.allocate(1000), p) << "a freed block of the right size must be reused";
+  pool.free(p);
+  EXPECT_EQ(pool.allocate(600), p)
+      << "600 bytes round to the same 1024-byte block: the cached block must be reused";
+  void* big = pool.allocate(5 * kMiB);
+  pool.free(big);
+  EXPECT_EQ(pool.allocate(5 * kMiB), big) << "a freed large block must be reused too";
+  EXPECT_EQ(fake.allocate_calls(), 2)
+      << "reuse must not ask the backend again: one small and one large segment in all";
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolReuse, PicksTheBestFitNotTheFirstBlockLargeEnough) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  // Three free blocks of 4096, 1024 and 2048 bytes, kept apart by allocated 512-byte blocks.
+  void* a = pool.allocate(4096);
+  void* fence1 = pool.allocate(512);
+  void* b = pool.allocate(1024);
+  void* fence2 = pool.allocate(512);
+  void* c = pool.allocate(2048);
+  void* fence3 = pool.allocate(512);
+  pool.free(a);
+  pool.free(b);
+  pool.free(c);
+  EXPECT_EQ(pool.allocate(1000), b) << "1000 bytes: the 1024-byte block is the best fit";
+  EXPECT_EQ(pool.allocate(2000), c) << "2000 bytes: the 2048-byte block is the best fit";
+  EXPECT_EQ(pool.allocate(3000), a) << "3000 bytes: the 4096-byte block is the best fit";
+  EXPECT_EQ(fake.allocate_calls(), 1) << "every block came from the first segment";
+  (void)fence1, (void)fence2, (void)fence3;
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolReuse, PrefersTheLowestAddressAmongEqualSizes) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* x = pool.allocate(1024);
+  void* fence1 = pool.allocate(512);
+  void* y = pool.allocate(1024);
+  void* fence2 = pool.allocate(512);
+  ASSERT_LT(x, y);
+  pool.free(y);
+  pool.free(x);
+  EXPECT_EQ(pool.allocate(1024), x) << "two cached 1024-byte blocks: the lower address first";
+  (void)fence1, (void)fence2;
+}
+
+TEST(CachingPoolReuse, KeepsSmallAndLargeBlocksInSeparatePools) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* big = pool.allocate(4 * kMiB);
+  pool.free(big);
+  void* small = pool.allocate(1000);
+  EXPECT_EQ(fake.allocate_calls(), 2)
+      << "a small request must not be cut from a cached large segment: a new 2 MiB segment";
+  EXPECT_TRUE(at(small) < at(big) || at(small) >= at(big) + 4 * kMiB)
+      << "the small block lies inside the large segment";
+  pool.free(small);
+  void* large = pool.allocate(kMiB + 512);  // large, though the small segment has 2 MiB cached
+  EXPECT_EQ(large, big) << "a large request must take the cached large block";
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolReuse, RejectsPointersItDidNotHandOut) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(1000);
+  int not_from_the_pool = 0;
+  EXPECT_THROW(pool.free(&not_from_the_pool), std::invalid_argument)
+      << "free() of a pointer the pool never handed out must throw std::invalid_argument";
+  pool.free(p);
+  EXPECT_THROW(pool.free(p), std::invalid_argument)
+      << "a second free() of the same pointer must throw std::invalid_argument";
+  expect_backend_clean(fake);
+}
+
+// ================================================================ host: split and coalesce
+TEST(CachingPoolSplitAndCoalesce, CutsConsecutiveBlocksFromOneSegment) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p1 = pool.allocate(1000);
+  void* p2 = pool.allocate(1000);
+  void* p3 = pool.allocate(5000);
+  EXPECT_EQ(offset(p2, p1), 1024) << "p2 must follow p1's 1024-byte block (TODO d08.3: split)";
+  EXPECT_EQ(offset(p3, p1), 2048) << "p3 must follow p2's 1024-byte block (TODO d08.3: split)";
+  EXPECT_EQ(fake.allocate_calls(), 1) << "three small blocks fit in one 2 MiB segment";
+  const std::size_t used = 1024 + 1024 + 5120;
+  expect_stats(pool, {2 * kMiB, used, 0, 2 * kMiB - used, used, 2 * kMiB - used, 1, 3, 1, 0.0},
+               "allocating 1000, 1000 and 5000 bytes");
+  pool.free(p1), pool.free(p2), pool.free(p3);
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolSplitAndCoalesce, MergesFreedNeighboursBackIntoOneBlock) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p1 = pool.allocate(1000);
+  void* p2 = pool.allocate(1000);
+  void* p3 = pool.allocate(5000);
+  const std::size_t rest = 2 * kMiB - 7168;
+  pool.free(p2);  // between two allocated blocks: nothing to merge with
+  expect_stats(
+      pool,
+      {2 * kMiB, 6144, 0, rest + 1024, 7168, rest, 1, 2, 2, 1.0 - double(rest) / (rest + 1024)},
+      "freeing the middle block");
+  pool.free(p1);  // merges with p2
+  expect_stats(
+      pool,
+      {2 * kMiB, 5120, 0, rest + 2048, 7168, rest, 1, 1, 2, 1.0 - double(rest) / (rest + 2048)},
+      "freeing the first block (it must merge with the free block above it)");
+  pool.free(p3);  // merges with p1+p2 below and the rest of the segment above
+  expect_stats(pool, {2 * kMiB, 0, 0, 2 * kMiB, 7168, 2 * kMiB, 1, 0, 1, 0.0},
+               "freeing the last block (the whole segment must be one cached block again)");
+  EXPECT_EQ(pool.allocate(kMiB), p1) << "1 MiB must fit at the start of the merged segment";
+  EXPECT_EQ(fake.allocate_calls(), 1);
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolSplitAndCoalesce, SplitsALargeBlockOnlyWhenMoreThanOneMiBIsLeft) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(3 * kMiB);  // a 4 MiB segment: 1 MiB left over, not worth a block
+  expect_stats(pool, {4 * kMiB, 4 * kMiB, 0, 0, 4 * kMiB, 0, 1, 1, 0, 0.0},
+               "allocating 3 MiB (the 1 MiB left of its 4 MiB segment must NOT be split off)");
+  pool.free(p);
+  void* q = pool.allocate(kMiB + kMiB / 2);  // 2.5 MiB left over: split
+  EXPECT_EQ(q, p) << "the cached 4 MiB block is the best fit for 1.5 MiB";
+  const std::size_t got = kMiB + kMiB / 2;
+  expect_stats(pool, {4 * kMiB, got, 0, 4 * kMiB - got, 4 * kMiB, 4 * kMiB - got, 1, 1, 1, 0.0},
+               "allocating 1.5 MiB from the cached 4 MiB block (2.5 MiB left: split)");
+  pool.free(q);
+  expect_backend_clean(fake);
+}
+
+// ================================================================ host: streams (TODO d08.4)
+TEST(CachingPoolStreams, ReusesABlockOnlyOnTheStreamThatFreedIt) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(1000, stream(1));
+  pool.free(p);
+  void* q = pool.allocate(1000, stream(2));
+  EXPECT_NE(q, p) << "a block cached for stream 1 was handed to stream 2: its last use on "
+                  << "stream 1 may not have run yet (lesson 8 §4)";
+  EXPECT_EQ(fake.allocate_calls(), 2) << "stream 2 needs a segment of its own";
+  EXPECT_EQ(pool.allocate(1000, stream(1)), p) << "stream 1 must get its own block back";
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolStreams, WaitsForTheEventOfAnotherStreamBeforeReuse) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(1000, stream(1));
+  void* fence = pool.allocate(1000, stream(1));  // keeps p from merging with the segment's rest
+  pool.record_stream(p, stream(2));
+  pool.free(p);
+  EXPECT_EQ(fake.events_recorded(), 1) << "free() must record one event on stream 2";
+  expect_stats(pool, {2 * kMiB, 1024, 1024, 2 * kMiB - 2048, 2048, 2 * kMiB - 2048, 1, 1, 1, 0.0},
+               "freeing a block stream 2 still uses (it must be pending)");
+  void* q = pool.allocate(1000, stream(1));
+  EXPECT_NE(q, p) << "the block was reused before stream 2's event completed";
+  pool.free(q);
+  fake.complete_events(stream(2));
+  EXPECT_EQ(pool.allocate(1000, stream(1)), p)
+      << "stream 2's event has completed: the block must be reused (process_events, TODO d08.4)";
+  EXPECT_EQ(fake.live_events(), 0u) << "a completed event must be released";
+  (void)fence;
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolStreams, WaitsForEveryStreamNotJustTheFirst) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(1000, stream(1));
+  pool.record_stream(p, stream(2));
+  pool.record_stream(p, stream(3));
+  pool.record_stream(p, stream(3));  // twice: still one event
+  pool.free(p);
+  EXPECT_EQ(fake.events_recorded(), 2) << "one event per other stream (2 and 3)";
+  fake.complete_events(stream(2));
+  EXPECT_EQ(pool.stats().pending_bytes, 1024u) << "stream 3 has not finished: still pending";
+  fake.complete_events(stream(3));
+  EXPECT_EQ(pool.stats().pending_bytes, 0u) << "both events completed: the block is cached";
+  EXPECT_EQ(pool.allocate(1000, stream(1)), p);
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolStreams, NeedsNoEventForTheBlocksOwnStream) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(1000, stream(1));
+  pool.record_stream(p, stream(1));
+  pool.free(p);
+  EXPECT_EQ(fake.events_recorded(), 0)
+      << "the block's own stream is ordered already: recording it needs no event";
+  EXPECT_EQ(pool.allocate(1000, stream(1)), p);
+  int not_from_the_pool = 0;
+  EXPECT_THROW(pool.record_stream(&not_from_the_pool, stream(2)), std::invalid_argument);
+  expect_backend_clean(fake);
+}
+
+// ================================================================ host: stats (TODO d08.5)
+TEST(CachingPoolStats, CountsEveryByteAfterEveryStep) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  expect_stats(pool, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0}, "creating the pool");
+  void* a = pool.allocate(1000);
+  const std::size_t seg = 2 * kMiB;
+  expect_stats(pool, {seg, 1024, 0, seg - 1024, 1024, seg - 1024, 1, 1, 1, 0.0}, "allocate(1000)");
+  void* b = pool.allocate(3000);
+  expect_stats(pool, {seg, 4096, 0, seg - 4096, 4096, seg - 4096, 1, 2, 1, 0.0}, "allocate(3000)");
+  pool.free(a);
+  expect_stats(pool, {seg, 3072, 0, seg - 3072, 4096, seg - 4096, 1, 1, 2, 1024.0 / (seg - 3072)},
+               "free(a): 1024 cached bytes apart from the rest of the segment");
+  pool.reset_peak();
+  expect_stats(pool, {seg, 3072, 0, seg - 3072, 3072, seg - 4096, 1, 1, 2, 1024.0 / (seg - 3072)},
+               "reset_peak()");
+  pool.free(b);
+  expect_stats(pool, {seg, 0, 0, seg, 3072, seg, 1, 0, 1, 0.0}, "free(b)");
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolStats, MeasuresFragmentationAsTheCachedShareOutsideTheLargestBlock) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  constexpr std::size_t kQuarter = 512 * kKiB;  // four of them fill a 2 MiB segment exactly
+  void* q[4];
+  for (auto& p : q) p = pool.allocate(kQuarter);
+  EXPECT_EQ(fake.allocate_calls(), 1);
+  pool.free(q[0]);
+  pool.free(q[2]);
+  expect_stats(pool, {2 * kMiB, kMiB, 0, kMiB, 4 * kQuarter, kQuarter, 1, 2, 2, 0.5},
+               "freeing quarters 0 and 2 (two cached pieces of 512 KiB: half the cache unusable "
+               "for a 1 MiB request)");
+  pool.free(q[1]);
+  expect_stats(pool,
+               {2 * kMiB, kQuarter, 0, 3 * kQuarter, 4 * kQuarter, 3 * kQuarter, 1, 1, 1, 0.0},
+               "freeing quarter 1 (quarters 0 to 2 merge into one block)");
+  pool.free(q[3]);
+  expect_backend_clean(fake);
+}
+
+// ================================================================ host: empty_cache (TODO d08.6)
+TEST(CachingPoolEmptyCache, ReturnsOnlyWhollyFreeSegments) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* small = pool.allocate(1000);
+  void* big = pool.allocate(4 * kMiB);
+  pool.free(big);
+  EXPECT_EQ(pool.empty_cache(), 4 * kMiB)
+      << "the free 4 MiB segment must be released; the small one holds an allocated block";
+  EXPECT_EQ(fake.used_bytes(), 2 * kMiB);
+  expect_stats(pool,
+               {2 * kMiB, 1024, 0, 2 * kMiB - 1024, 4 * kMiB + 1024, 2 * kMiB - 1024, 1, 1, 1, 0.0},
+               "empty_cache() with one small block allocated");
+  pool.free(small);
+  EXPECT_EQ(pool.empty_cache(), 2 * kMiB);
+  EXPECT_EQ(fake.live_segments(), 0u);
+  EXPECT_EQ(fake.free_calls(), 2);
+  expect_stats(pool, {0, 0, 0, 0, 4 * kMiB + 1024, 0, 0, 0, 0, 0.0}, "the second empty_cache()");
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolEmptyCache, KeepsSegmentsThatAnotherStreamStillUses) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  void* p = pool.allocate(4 * kMiB, stream(1));
+  pool.record_stream(p, stream(2));
+  pool.free(p);
+  EXPECT_EQ(pool.empty_cache(), 0u) << "stream 2 may still use the block: it must stay";
+  EXPECT_EQ(fake.live_segments(), 1u);
+  fake.complete_events(stream(2));
+  EXPECT_EQ(pool.empty_cache(), 4 * kMiB) << "stream 2 is done: the segment can go";
+  EXPECT_EQ(fake.live_segments(), 0u);
+  EXPECT_EQ(fake.live_events(), 0u);
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolEmptyCache, DestructorReturnsEverySegmentAndEvent) {
+  FakeDeviceMemory fake(kBigCapacity);
+  {
+    CachingPool pool(fake);
+    void* kept = pool.allocate(1000);
+    void* cached = pool.allocate(3 * kMiB);
+    pool.free(cached);
+    void* pending = pool.allocate(kMiB, stream(1));
+    pool.record_stream(pending, stream(2));
+    pool.free(pending);
+    ASSERT_EQ(fake.live_segments(), 3u);
+    (void)kept;
+  }
+  EXPECT_EQ(fake.live_segments(), 0u) << "~CachingPool must return every segment";
+  EXPECT_EQ(fake.live_events(), 0u) << "~CachingPool must release every event";
+  expect_backend_clean(fake);
+}
+
+// ================================================================ host: out of memory (d08.7)
+TEST(CachingPoolOutOfMemory, ReleasesTheCacheAndRetriesOnce) {
+  FakeDeviceMemory fake(8 * kMiB);
+  CachingPool pool(fake);
+  void* a = pool.allocate(4 * kMiB);
+  void* b = pool.allocate(2 * kMiB);
+  pool.free(a);  // 4 MiB cached, 2 MiB left on the device
+  void* c = nullptr;
+  ASSERT_NO_THROW(c = pool.allocate(5 * kMiB))
+      << "a 6 MiB segment fits once the cached 4 MiB segment is given back: release the cache "
+      << "and retry (TODO d08.7)";
+  EXPECT_EQ(fake.failed_allocations(), 1) << "one failed try, then one that succeeds";
+  expect_stats(pool, {8 * kMiB, 8 * kMiB, 0, 0, 8 * kMiB, 0, 2, 2, 0, 0.0},
+               "the retried allocate(5 MiB)");
+  pool.free(b), pool.free(c);
+  expect_backend_clean(fake);
+}
+
+TEST(CachingPoolOutOfMemory, ThrowsAMessageWithEveryNumber) {
+  FakeDeviceMemory fake(10 * kMiB);
+  CachingPool pool(fake);
+  void* a = pool.allocate(4 * kMiB);         // a 4 MiB segment, all allocated
+  void* b = pool.allocate(1000);             // a 2 MiB segment on the default stream
+  void* d = pool.allocate(1000, stream(1));  // a 2 MiB segment on stream 1 ...
+  pool.record_stream(d, stream(2));          // ... whose block stream 2 still uses
+  pool.free(d);
+  void* e = pool.allocate(2 * kMiB);  // a 2 MiB segment, wholly cached after free
+  pool.free(e);
+  ASSERT_EQ(fake.used_bytes(), 10 * kMiB);
+  std::string message;
+  try {
+    pool.allocate(3 * kMiB);
+    ADD_FAILURE() << "allocate(3 MiB) must throw d08::OutOfMemory: the device is full even "
+                  << "after the cache is released (TODO d08.7)";
+  } catch (const d08::OutOfMemory& oom) {
+    message = oom.what();
+  }
+  // After the release: e's segment went back; a, b, d's segments stay.
+  const std::string expected =
+      "CachingPool: out of memory: tried to allocate 3145728 bytes (a 4194304-byte segment); the "
+      "pool has 8388608 bytes reserved (4195328 allocated, 1024 pending, 4192256 cached); the "
+      "device has 2097152 of 10485760 bytes free";
+  if (!message.empty())
+    EXPECT_EQ(message, expected) << "the message must give lab.h's numbers (TODO d08.7)";
+  EXPECT_EQ(fake.failed_allocations(), 2) << "one try, one retry after releasing the cache";
+  EXPECT_EQ(pool.allocate(1000), at(b) + 1024) << "the pool must stay usable after the throw";
+  pool.free(a), pool.free(b);
+  expect_backend_clean(fake);
+}
+
+// ================================================================ host: threads
+// 8 threads x 10000 random operations on one pool. Each thread works on its own stream,
+// sometimes records another thread's stream on a block before freeing it, and now and then
+// completes every event, calls empty_cache() or checks the books. Every live block is kept in
+// a shared map of address ranges: two blocks handed out at once must never overlap.
+TEST(CachingPoolThreads, EightThreadsKeepTheBooksBalancedAndNeverShareAByte) {
+  constexpr int kThreads = 8, kOps = 10000, kMaxLive = 16;
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  std::mutex ranges_mutex;
+  std::map<std::uintptr_t, std::uintptr_t> live;  // start -> end of every block handed out
+  std::mutex errors_mutex;
+  std::vector<std::string> errors;
+  const auto error = [&](const std::string& e) {
+    std::lock_guard<std::mutex> lock(errors_mutex);
+    if (errors.size() < 10) errors.push_back(e);
+  };
+  const std::uint64_t seed = course::seed_for(8);
+
+  const auto worker = [&](int t) {
+    std::mt19937_64 rng(seed + static_cast<std::uint64_t>(t));
+    std::vector<std::pair<void*, std::size_t>> mine;
+    const auto release = [&](std::size_t i) {
+      const auto [p, bytes] = mine[i];
+      {
+        std::lock_guard<std::mutex> lock(ranges_mutex);
+        live.erase(reinterpret_cast<std::uintptr_t>(p));
+      }
+      if (rng() % 8 == 0) pool.record_stream(p, stream(1 + static_cast<int>(rng() % kThreads)));
+      pool.free(p);
+      mine[i] = mine.back();
+      mine.pop_back();
+    };
+    try {
+      for (int op = 0; op < kOps; ++op) {
+        if (mine.size() < kMaxLive && (mine.empty() || rng() % 2 == 0)) {
+          const std::uint64_t kind = rng() % 16;
+          const std::size_t bytes = kind < 12   ? 1 + rng() % (16 * kKiB)
+                                    : kind < 15 ? 1 + rng() % kMiB
+                                                : 1 + rng() % (6 * kMiB);
+          void* p = pool.allocate(bytes, stream(1 + t));
+          const auto start = reinterpret_cast<std::uintptr_t>(p);
+          std::lock_guard<std::mutex> lock(ranges_mutex);
+          auto next = live.lower_bound(start);
+          if ((next != live.end() && next->first < start + bytes) ||
+              (next != live.begin() && std::prev(next)->second > start))
+            error("thread " + std::to_string(t) + ": a block of " + std::to_string(bytes) +
+                  " bytes overlaps a block another allocation still holds");
+          live[start] = start + bytes;
+          mine.emplace_back(p, bytes);
+        } else {
+          release(rng() % mine.size());
+        }
+        if (op % 500 == 499) fake.complete_all_events();
+        if (op % 2500 == 2499 && t == 0) pool.empty_cache();
+        if (op % 1000 == 999) {
+          const PoolStats s = pool.stats();
+          if (s.reserved_bytes != s.allocated_bytes + s.pending_bytes + s.cached_bytes)
+            error("stats() seen by thread " + std::to_string(t) +
+                  ": reserved != allocated + pending + cached (a race on the counters: is "
+                  "every member function under the mutex?)");
+        }
+      }
+      while (!mine.empty()) release(mine.size() - 1);
+    } catch (const std::exception& e) {
+      error("thread " + std::to_string(t) + " stopped on an exception: " + e.what());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  for (const std::string& e : errors) ADD_FAILURE() << e << course::seed_hint();
+  if (!errors.empty()) return;
+
+  fake.complete_all_events();
+  const PoolStats s = pool.stats();
+  EXPECT_EQ(s.allocated_bytes, 0u) << "every block was freed";
+  EXPECT_EQ(s.allocated_blocks, 0);
+  EXPECT_EQ(s.pending_bytes, 0u) << "every event completed";
+  EXPECT_EQ(s.reserved_bytes, s.cached_bytes);
+  EXPECT_EQ(s.reserved_bytes, fake.used_bytes()) << "reserved_bytes must match the backend";
+  EXPECT_EQ(s.segments, static_cast<std::int64_t>(fake.live_segments()));
+  EXPECT_EQ(s.cached_blocks, s.segments)
+      << "with nothing allocated, every segment must have merged back into one block";
+  EXPECT_EQ(pool.empty_cache(), s.reserved_bytes);
+  EXPECT_EQ(fake.live_segments(), 0u);
+  EXPECT_EQ(fake.live_events(), 0u);
+  expect_backend_clean(fake);
+}
+
+// ================================================================ GPU: the same pool on CUDA
+class CachingPoolGpu : public course::GpuTest {};
+
+// A stream gated by the host: work queued after close() waits until open() (or the
+// destructor, so that a failed assertion never leaves a stream blocked).
+class Gate {
+ public:
+  ~Gate() { open(); }
+  void block(cudaStream_t s) { COURSE_CUDA_CHECK(cudaLaunchHostFunc(s, &Gate::wait, this)); }
+  void open() { open_.store(true); }
+
+ private:
+  static void CUDART_CB wait(void* self) {
+    while (!static_cast<Gate*>(self)->open_.load()) std::this_thread::yield();
+  }
+  std::atomic<bool> open_{false};
+};
+
+class Stream {
+ public:
+  Stream() { COURSE_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    cudaStreamSynchronize(s_);
+    cudaStreamDestroy(s_);
+  }
+  operator cudaStream_t() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+TEST_F(CachingPoolGpu, KernelsWriteThroughEveryPointerAndFreedBlocksAreReused) {
+  d08::CudaDeviceMemory memory;
+  CachingPool pool(memory);
+  Stream s;
+  const std::size_t sizes[] = {1, 1000, 4096, 257 * kKiB, kMiB, 3 * kMiB + 5};
+  std::vector<void*> ptrs;
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    ptrs.push_back(pool.allocate(sizes[i], s));
+    ASSERT_NE(ptrs.back(), nullptr);
+    d08::fill_bytes(ptrs.back(), sizes[i], static_cast<std::uint8_t>(i + 1), s);
+  }
+  COURSE_CUDA_CHECK(cudaStreamSynchronize(s));
+  // Every block still holds its own value: no two live blocks share a byte.
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    std::vector<std::uint8_t> host(sizes[i]);
+    COURSE_CUDA_CHECK(cudaMemcpy(host.data(), ptrs[i], sizes[i], cudaMemcpyDeviceToHost));
+    const auto bad = std::find_if(host.begin(), host.end(),
+                                  [&](std::uint8_t v) { return v != std::uint8_t(i + 1); });
+    EXPECT_EQ(bad, host.end()) << "block " << i << " (" << sizes[i] << " bytes): byte "
+                               << (bad - host.begin()) << " was overwritten: blocks overlap";
+  }
+  for (void* p : ptrs) pool.free(p);
+  EXPECT_EQ(pool.allocate(1000, s), ptrs[0])
+      << "the small blocks freed merge back into one: a new one must start the segment again";
+  const PoolStats st = pool.stats();
+  EXPECT_EQ(st.reserved_bytes, st.allocated_bytes + st.pending_bytes + st.cached_bytes);
+  EXPECT_EQ(st.segments, 2) << "one small and one large segment";
+}
+
+TEST_F(CachingPoolGpu, ReusesABlockAnotherStreamUsedOnlyAfterThatStreamFinished) {
+  d08::CudaDeviceMemory memory;
+  CachingPool pool(memory);
+  Stream s1, s2;
+  Gate gate;  // declared last, so destroyed (and opened) first: nothing waits on it forever
+  void* p = pool.allocate(4096, s1);
+  void* fence = pool.allocate(4096, s1);
+  gate.block(s2);
+  d08::fill_bytes(p, 4096, 7, s2);  // queued on s2 behind the gate: has not run
+  pool.record_stream(p, s2);
+  pool.free(p);
+  void* q = pool.allocate(4096, s1);
+  EXPECT_NE(q, p) << "the block was handed out while stream 2 still had work on it";
+  gate.open();
+  COURSE_CUDA_CHECK(cudaStreamSynchronize(s2));
+  EXPECT_EQ(pool.allocate(4096, s1), p) << "stream 2 has finished: the block must be reused";
+  (void)fence;
+}
+
+TEST_F(CachingPoolGpu, ThrowsOutOfMemoryWithTheRequestAndStaysUsable) {
+  d08::CudaDeviceMemory memory;
+  CachingPool pool(memory);
+  const std::size_t too_much = memory.info().total_bytes * 2;
+  try {
+    pool.allocate(too_much);
+    ADD_FAILURE() << "allocating twice the GPU's memory must throw d08::OutOfMemory";
+  } catch (const d08::OutOfMemory& oom) {
+    EXPECT_NE(
+        std::string(oom.what()).find("tried to allocate " + std::to_string(too_much) + " bytes"),
+        std::string::npos)
+        << "the message must say how much was asked: " << oom.what();
+  }
+  void* p = pool.allocate(1000);
+  ASSERT_NE(p, nullptr);
+  d08::fill_bytes(p, 1000, 1);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  pool.free(p);
+}
+
+}  // namespace
