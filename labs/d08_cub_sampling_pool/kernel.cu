@@ -173,7 +173,7 @@ void CachingPool::Impl::put_in_cache(Block* block) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 1 — sizes (lesson §2).
+// Step 1 — sizes (lesson §2).
 std::size_t round_size(std::size_t bytes) {
   // TODO(d08.1): round `bytes` up to a multiple of kMinBlockSize, as lab.h says (lesson §2).
   return 0;  // placeholder: no size yet
@@ -186,7 +186,7 @@ std::size_t segment_size(std::size_t size) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercises 2 and 7 — allocate: best fit, else a new segment, else release the cache and
+// Steps 2 and 7 — allocate: best fit, else a new segment, else release the cache and
 // retry, else out of memory (lesson §3, §6).
 void* CachingPool::allocate(std::size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
@@ -227,7 +227,7 @@ std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::siz
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 3 — splitting and coalescing (lesson §3.3).
+// Step 3 — splitting and coalescing (lesson §3.3).
 void CachingPool::Impl::split(Block* block, std::size_t size) {
   // TODO(d08.3): split `block` (in no list) into [size | rest] when the rest is worth keeping:
   // rest >= kMinBlockSize for a small block, rest > kSmallSize for a large one (lesson §3.3).
@@ -246,7 +246,7 @@ void CachingPool::Impl::free(void* ptr) {
   // std::invalid_argument when it is not there), erase it, update allocated_bytes and
   // allocated_blocks. With no stream_uses: cache(block). Otherwise record one event per
   // stream in stream_uses (backend.record_event), clear stream_uses, add the block to
-  // `pending` and its size to pending_bytes (exercise 4).
+  // `pending` and its size to pending_bytes (step 4).
   throw std::logic_error("TODO(d08.3): CachingPool::free is not written yet (lesson 8 §3.3)");
 }
 
@@ -258,7 +258,7 @@ void CachingPool::Impl::cache(Block* block) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 4 — streams (lesson §4).
+// Step 4 — streams (lesson §4).
 void CachingPool::record_stream(void* ptr, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->record_stream(ptr, stream);
@@ -280,7 +280,7 @@ void CachingPool::Impl::process_events() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercises 5 and 6 — statistics and empty_cache (lesson §5).
+// Steps 5 and 6 — statistics and empty_cache (lesson §5).
 PoolStats CachingPool::stats() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->snapshot();

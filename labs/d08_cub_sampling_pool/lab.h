@@ -6,7 +6,7 @@
 // to hand out again instead of returning them. The backend is an interface so that the same
 // pool runs on the GPU (CudaDeviceMemory, given in kernel.cu) and in host-only tests (a fake
 // backend in test_d08.cu that counts calls and completes events when the test says so).
-// Exercises are numbered as in README.md; every rule below is one the tests check exactly.
+// The steps are numbered as in README.md; every rule below is one the tests check exactly.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -61,7 +61,7 @@ class CudaDeviceMemory final : public DeviceMemory {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 1 — sizes (lesson §2).
+// Step 1 — sizes (lesson §2).
 constexpr std::size_t kMinBlockSize = 512;           // every block is a multiple of this
 constexpr std::size_t kSmallSize = 1 << 20;          // requests up to 1 MiB are "small"
 constexpr std::size_t kSmallSegmentSize = 2 << 20;   // small blocks are cut from 2 MiB segments
@@ -75,12 +75,12 @@ std::size_t round_size(std::size_t bytes);
 std::size_t segment_size(std::size_t size);
 
 // ---------------------------------------------------------------------------------------------
-// The statistics (exercise 5, lesson §5). Every byte the pool has reserved is in exactly one of
+// The statistics (step 5, lesson §5). Every byte the pool has reserved is in exactly one of
 // three states, so that reserved_bytes == allocated_bytes + pending_bytes + cached_bytes:
 struct PoolStats {
   std::size_t reserved_bytes = 0;        // the sum of the segments held from the backend
   std::size_t allocated_bytes = 0;       // blocks handed out and not yet freed (their full size)
-  std::size_t pending_bytes = 0;         // freed blocks still in use by another stream (exercise 4)
+  std::size_t pending_bytes = 0;         // freed blocks still in use by another stream (step 4)
   std::size_t cached_bytes = 0;          // free blocks the pool may hand out again
   std::size_t peak_allocated_bytes = 0;  // the most allocated_bytes ever was (until reset)
   std::size_t largest_cached_block = 0;  // the largest single cached block, in bytes
@@ -94,7 +94,7 @@ struct PoolStats {
 };
 
 // Thrown when the backend cannot give a segment even after the pool released every cached
-// segment and tried again (exercise 7). Its message reads, with every number in bytes:
+// segment and tried again (step 7). Its message reads, with every number in bytes:
 //   "CachingPool: out of memory: tried to allocate <request> bytes (a <segment>-byte segment);
 //    the pool has <reserved> bytes reserved (<allocated> allocated, <pending> pending,
 //    <cached> cached); the device has <free> of <total> bytes free"
@@ -106,7 +106,7 @@ class OutOfMemory : public std::runtime_error {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Exercises 2 to 7 — the pool. Thread-safe: any thread may call any member at any time.
+// Steps 2 to 7 — the pool. Thread-safe: any thread may call any member at any time.
 class CachingPool {
  public:
   // The pool keeps a reference to `backend`, which must outlive it.
@@ -117,30 +117,30 @@ class CachingPool {
   CachingPool(const CachingPool&) = delete;
   CachingPool& operator=(const CachingPool&) = delete;
 
-  // Exercise 2 (lesson §3): a block of round_size(bytes) bytes or more for use on `stream`:
+  // Step 2 (lesson §3): a block of round_size(bytes) bytes or more for use on `stream`:
   // the best-fitting cached block of that stream (the smallest that is large enough; among
   // equal sizes the lowest address) if there is one, else a new segment of segment_size()
   // bytes from the backend. Small blocks (<= kSmallSize) come only from small segments, large
-  // ones only from large segments. The block found is split (exercise 3) when what is left
+  // ones only from large segments. The block found is split (step 3) when what is left
   // over is worth keeping: at least kMinBlockSize bytes for a small block, more than
   // kSmallSize for a large one; otherwise the whole block is handed out (and counted as
-  // allocated). nullptr for 0 bytes. Throws OutOfMemory (exercise 7).
+  // allocated). nullptr for 0 bytes. Throws OutOfMemory (step 7).
   void* allocate(std::size_t bytes, cudaStream_t stream = nullptr);
-  // Exercise 3 (lesson §3): gives back a block that allocate() returned. With no other stream
+  // Step 3 (lesson §3): gives back a block that allocate() returned. With no other stream
   // recorded on it, the block is cached at once, merged with the cached blocks of its segment
   // on either side. Throws std::invalid_argument for a pointer the pool did not hand out (or
   // already took back).
   void free(void* ptr);
-  // Exercise 4 (lesson §4): `stream` (other than the block's own) also uses the block that
+  // Step 4 (lesson §4): `stream` (other than the block's own) also uses the block that
   // starts at `ptr`. When the block is freed, the pool records an event on every such stream
   // and caches the block only once all of them have completed: until then it is pending.
   void record_stream(void* ptr, cudaStream_t stream);
 
-  // Exercise 5 (lesson §5). Pending blocks whose events have completed are cached first.
+  // Step 5 (lesson §5). Pending blocks whose events have completed are cached first.
   PoolStats stats();
   // peak_allocated_bytes = allocated_bytes now.
   void reset_peak();
-  // Exercise 6 (lesson §5): returns to the backend every segment that is one cached block
+  // Step 6 (lesson §5): returns to the backend every segment that is one cached block
   // (nothing in it allocated or pending), after caching the pending blocks whose events have
   // completed. Returns the bytes released.
   std::size_t empty_cache();

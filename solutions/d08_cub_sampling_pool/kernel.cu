@@ -173,7 +173,7 @@ void CachingPool::Impl::put_in_cache(Block* block) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 1 — sizes (lesson §2).
+// Step 1 — sizes (lesson §2).
 std::size_t round_size(std::size_t bytes) {
   // Rounding to 512 bytes keeps every block 512-byte aligned (segments are) and makes blocks
   // of nearly equal requests interchangeable, so a freed block fits the next request.
@@ -190,7 +190,7 @@ std::size_t segment_size(std::size_t size) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercises 2 and 7 — allocate: best fit, else a new segment, else release the cache and
+// Steps 2 and 7 — allocate: best fit, else a new segment, else release the cache and
 // retry, else out of memory (lesson §3, §6).
 void* CachingPool::allocate(std::size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
@@ -233,8 +233,8 @@ Block* CachingPool::Impl::find_cached(bool small, cudaStream_t stream, std::size
 
 Block* CachingPool::Impl::new_segment(bool small, cudaStream_t stream, std::size_t bytes,
                                       std::size_t size) {
-  // Cached segments are memory nobody uses: giving them back can make
-  // room for the request, and costs only future cudaMallocs.
+  // Cached segments are memory nobody uses: giving them back can make room for the request,
+  // and costs only future cudaMallocs. One retry, not a loop: after it nothing else can change.
   const std::size_t segment = segment_size(size);
   void* ptr = backend.allocate(segment);
   if (ptr == nullptr) {
@@ -253,8 +253,8 @@ Block* CachingPool::Impl::new_segment(bool small, cudaStream_t stream, std::size
 }
 
 std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::size_t segment) {
-  // Everything someone needs to tell
-  // "the model does not fit" from "the cache is fragmented" from "another process holds it".
+  // Everything a reader needs to tell "the model does not fit" (allocated near the total) from
+  // "the cache is fragmented" (much cached) from "another process holds it" (little free).
   const DeviceMemory::Info info = backend.info();
   std::ostringstream msg;
   msg << "CachingPool: out of memory: tried to allocate " << bytes << " bytes (a " << segment
@@ -266,10 +266,10 @@ std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::siz
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 3 — splitting and coalescing (lesson §3.3).
+// Step 3 — splitting and coalescing (lesson §3.3).
 void CachingPool::Impl::split(Block* block, std::size_t size) {
-  // A large remainder of 1 MiB or less is not split off: it could only
-  // serve a large request, which it is too small for, so it would sit in the cache as dust.
+  // A large remainder of 1 MiB or less is not split off: it could only serve a large request,
+  // which it is too small for, so it would sit in the cache as dust.
   const std::size_t rest = block->size - size;
   const bool worth_it = block->small ? rest >= kMinBlockSize : rest > kSmallSize;
   if (!worth_it) return;
@@ -292,9 +292,8 @@ void CachingPool::free(void* ptr) {
 }
 
 void CachingPool::Impl::free(void* ptr) {
-  // A block another stream still uses
-  // waits for events recorded on those streams NOW: they complete once everything queued on
-  // them so far (the work that reads this block) has run.
+  // A block another stream still uses waits for events recorded on those streams NOW: they
+  // complete once everything queued on them so far (the work that reads this block) has run.
   const auto it = allocated.find(ptr);
   if (it == allocated.end())
     throw std::invalid_argument(
@@ -315,8 +314,8 @@ void CachingPool::Impl::free(void* ptr) {
 }
 
 void CachingPool::Impl::cache(Block* block) {
-  // Without this, a segment cut into pieces stays in pieces forever: a 2 MiB
-  // request would never fit again in 2 MiB of freed 512-byte blocks.
+  // Without merging, a segment cut into pieces stays in pieces forever: a 1 MiB request would
+  // never fit again in 1 MiB of freed 512-byte blocks.
   if (Block* prev = block->prev; prev != nullptr && prev->cached()) {
     take_from_cache(prev);
     prev->size += block->size;
@@ -336,15 +335,15 @@ void CachingPool::Impl::cache(Block* block) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 4 — streams (lesson §4).
+// Step 4 — streams (lesson §4).
 void CachingPool::record_stream(void* ptr, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->record_stream(ptr, stream);
 }
 
 void CachingPool::Impl::record_stream(void* ptr, cudaStream_t stream) {
-  // The block's own stream needs no event:
-  // whatever it queues after the free runs after the work queued before it.
+  // The block's own stream needs no event: whatever it queues after the free runs after the
+  // work queued before it.
   const auto it = allocated.find(ptr);
   if (it == allocated.end())
     throw std::invalid_argument("CachingPool::record_stream: this pointer is not allocated");
@@ -375,7 +374,7 @@ void CachingPool::Impl::process_events() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercises 5 and 6 — statistics and empty_cache (lesson §5).
+// Steps 5 and 6 — statistics and empty_cache (lesson §5).
 PoolStats CachingPool::stats() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->snapshot();
@@ -408,8 +407,7 @@ std::size_t CachingPool::empty_cache() {
 }
 
 std::size_t CachingPool::Impl::release_cached_segments() {
-  // Coalescing
-  // made that test cheap: a wholly free segment is a single block with no neighbours.
+  // Coalescing made this test cheap: a wholly free segment is one block with no neighbours.
   std::vector<Block*> whole;
   for (FreeList* list : {&small_free, &large_free})
     for (Block* block : *list)
