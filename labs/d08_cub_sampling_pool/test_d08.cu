@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,7 @@ class FakeDeviceMemory final : public d08::DeviceMemory {
   explicit FakeDeviceMemory(std::size_t capacity) : capacity_(capacity) {}
 
   void* allocate(std::size_t bytes) override {
+    const OneCallAtATime guard(this);
     std::lock_guard<std::mutex> lock(mutex_);
     ++allocate_calls_;
     last_request_ = bytes;
@@ -60,6 +62,7 @@ class FakeDeviceMemory final : public d08::DeviceMemory {
     return reinterpret_cast<void*>(base);
   }
   void free(void* ptr) override {
+    const OneCallAtATime guard(this);
     std::lock_guard<std::mutex> lock(mutex_);
     ++free_calls_;
     const auto it = segments_.find(reinterpret_cast<std::uintptr_t>(ptr));
@@ -71,12 +74,15 @@ class FakeDeviceMemory final : public d08::DeviceMemory {
     segments_.erase(it);
   }
   Event record_event(cudaStream_t stream) override {
+    const OneCallAtATime guard(this);
+    dwell();
     std::lock_guard<std::mutex> lock(mutex_);
     ++events_recorded_;
     events_[++last_event_] = {stream, false};
     return last_event_;
   }
   bool event_completed(Event event) override {
+    const OneCallAtATime guard(this);
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = events_.find(event);
     if (it == events_.end()) {
@@ -86,14 +92,20 @@ class FakeDeviceMemory final : public d08::DeviceMemory {
     return it->second.completed;
   }
   void release_event(Event event) override {
+    const OneCallAtATime guard(this);
     std::lock_guard<std::mutex> lock(mutex_);
     if (events_.erase(event) == 0)
       errors_.push_back("release_event() on an event that was released or never recorded");
   }
   Info info() override {
+    const OneCallAtATime guard(this);
     std::lock_guard<std::mutex> lock(mutex_);
     return {capacity_ - used_, capacity_};
   }
+
+  // record_event() takes this long: a wider window for a pool that calls the backend without
+  // its mutex to be caught (the threads test).
+  void set_dwell(std::chrono::microseconds dwell) { dwell_ = dwell; }
 
   // The work queued so far on `stream` has finished: its events complete.
   void complete_events(cudaStream_t stream) {
@@ -122,6 +134,24 @@ class FakeDeviceMemory final : public d08::DeviceMemory {
     cudaStream_t stream;
     bool completed;
   };
+  // lab.h: the pool calls its backend with its mutex held, never from two threads at once.
+  struct OneCallAtATime {
+    explicit OneCallAtATime(FakeDeviceMemory* m) : m_(m) {
+      if (m_->inside_.fetch_add(1) != 0) {
+        std::lock_guard<std::mutex> lock(m_->mutex_);
+        m_->errors_.push_back(
+            "two threads called the backend at once: is every member function of the pool "
+            "under its mutex?");
+      }
+    }
+    ~OneCallAtATime() { m_->inside_.fetch_sub(1); }
+    FakeDeviceMemory* m_;
+  };
+  void dwell() const {
+    const auto until = std::chrono::steady_clock::now() + dwell_;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
   template <class T>
   T locked(const T& value) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -129,6 +159,8 @@ class FakeDeviceMemory final : public d08::DeviceMemory {
   }
 
   mutable std::mutex mutex_;
+  std::atomic<int> inside_{0};
+  std::chrono::microseconds dwell_{0};
   std::size_t capacity_, used_ = 0, last_request_ = 0;
   std::uintptr_t next_address_ = std::uintptr_t{1} << 40;
   std::map<std::uintptr_t, std::size_t> segments_;  // base -> bytes
@@ -387,6 +419,11 @@ TEST(CachingPoolStreams, ReusesABlockOnlyOnTheStreamThatFreedIt) {
                   << "stream 1 may not have run yet (lesson 8 §4)";
   EXPECT_EQ(fake.allocate_calls(), 2) << "stream 2 needs a segment of its own";
   EXPECT_EQ(pool.allocate(1000, stream(1)), p) << "stream 1 must get its own block back";
+  // Streams 1 and 2 have cached blocks; the default stream has none and needs its own segment.
+  void* r = pool.allocate(1000, stream(0));
+  EXPECT_EQ(fake.allocate_calls(), 3)
+      << "the default stream was given a block cached for another stream (lesson 8 §4)";
+  pool.free(r);
   expect_backend_clean(fake);
 }
 
@@ -595,6 +632,7 @@ TEST(CachingPoolOutOfMemory, ThrowsAMessageWithEveryNumber) {
 TEST(CachingPoolThreads, EightThreadsKeepTheBooksBalancedAndNeverShareAByte) {
   constexpr int kThreads = 8, kOps = 10000, kMaxLive = 16;
   FakeDeviceMemory fake(kBigCapacity);
+  fake.set_dwell(std::chrono::microseconds(2));
   CachingPool pool(fake);
   std::mutex ranges_mutex;
   std::map<std::uintptr_t, std::uintptr_t> live;  // start -> end of every block handed out
@@ -606,8 +644,11 @@ TEST(CachingPoolThreads, EightThreadsKeepTheBooksBalancedAndNeverShareAByte) {
   };
   const std::uint64_t seed = course::seed_for(8);
 
+  std::atomic<int> ready{0};
   const auto worker = [&](int t) {
     std::mt19937_64 rng(seed + static_cast<std::uint64_t>(t));
+    ready.fetch_add(1);  // start together, so that the threads really overlap
+    while (ready.load() < kThreads) std::this_thread::yield();
     std::vector<std::pair<void*, std::size_t>> mine;
     const auto release = [&](std::size_t i) {
       const auto [p, bytes] = mine[i];
