@@ -222,6 +222,20 @@ void expect_stats(CachingPool& pool, const Expected& e, const std::string& step)
 }
 
 // ================================================================ host: sizes (TODO d08.1)
+// The first wrong size, with how many others are wrong too: one message, not one per size.
+template <std::size_t N>
+void expect_sizes(const std::size_t (&cases)[N][2], std::size_t (*f)(std::size_t), const char* name,
+                  const char* rule) {
+  int wrong = 0;
+  std::ostringstream first;
+  for (const auto& c : cases)
+    if (f(c[0]) != c[1] && wrong++ == 0)
+      first << name << "(" << c[0] << ") is " << f(c[0]) << ", expected " << c[1];
+  if (wrong > 0)
+    ADD_FAILURE() << first.str() << " (and " << wrong - 1 << " more of " << N
+                  << " sizes wrong): " << rule;
+}
+
 TEST(CachingPoolSizes, RoundsRequestsUpToMultiplesOf512Bytes) {
   const std::size_t cases[][2] = {{1, 512},
                                   {511, 512},
@@ -232,20 +246,18 @@ TEST(CachingPoolSizes, RoundsRequestsUpToMultiplesOf512Bytes) {
                                   {kMiB, kMiB},
                                   {kMiB + 1, kMiB + 512},
                                   {3 * kMiB + 5, 3 * kMiB + 512}};
-  for (const auto& c : cases)
-    EXPECT_EQ(d08::round_size(c[0]), c[1])
-        << "round_size(" << c[0] << "): a block is the request rounded UP to a multiple of "
-        << "kMinBlockSize = 512 (TODO d08.1, lesson 8 §2)";
+  expect_sizes(cases, &d08::round_size, "round_size",
+               "a block is the request rounded UP to a multiple of kMinBlockSize = 512 (TODO "
+               "d08.1, lesson 8 §2)");
 }
 
 TEST(CachingPoolSizes, PicksTwoMiBSegmentsForSmallBlocksAndRoundsLargeOnes) {
   const std::size_t cases[][2] = {
       {512, 2 * kMiB},      {kMiB, 2 * kMiB},           {kMiB + 512, 2 * kMiB},
       {2 * kMiB, 2 * kMiB}, {2 * kMiB + 512, 4 * kMiB}, {9 * kMiB, 10 * kMiB}};
-  for (const auto& c : cases)
-    EXPECT_EQ(d08::segment_size(c[0]), c[1])
-        << "segment_size(" << c[0] << "): 2 MiB for a small block (<= 1 MiB), else the block "
-        << "rounded up to a multiple of 2 MiB (TODO d08.1, lesson 8 §2)";
+  expect_sizes(cases, &d08::segment_size, "segment_size",
+               "2 MiB for a small block (<= 1 MiB), else the block rounded up to a multiple of "
+               "2 MiB (TODO d08.1, lesson 8 §2)");
 }
 
 TEST(CachingPoolSizes, AllocatesRoundedBlocksFromRoundedSegments) {
