@@ -66,7 +66,8 @@ def key_benchmark(path):
     r = rows[0]
     if r.error:
         return {"name": r.name, "error": r.error}
-    return {"name": r.name, "gbs": r.gbs, "pct": r.pct_copy, "tflops": r.tflops}
+    return {"name": r.name, "gbs": r.gbs, "pct": r.pct_copy, "tflops": r.tflops,
+            "median_us": r.median_us}
 
 
 def main():
@@ -155,8 +156,11 @@ def main():
             name, fig, pct = k["name"], "ERROR", k["error"][:40]
         else:
             name = k["name"]
+            # Bytes or FLOPs per second where the row has them; else the time (a host-timed
+            # row, such as Day 8's allocator: microseconds per call).
             fig = f"{k['gbs']:.0f} GB/s" if k.get("gbs") else (
-                f"{k['tflops']:.1f} TFLOP/s" if k.get("tflops") else "-")
+                f"{k['tflops']:.1f} TFLOP/s" if k.get("tflops") else (
+                    f"{k['median_us']:.3g} us" if k.get("median_us") else "-"))
             pct = f"{k['pct']:.1f}%" if k.get("pct") is not None else "-"
         rows.append((day, f"{l.counts[R.FAILED]}/{crashes}/{l.passed}/{l.skipped}",
                      f"{s.passed}/{s.failed}/{s.skipped}",

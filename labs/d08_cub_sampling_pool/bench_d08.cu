@@ -12,8 +12,9 @@
 // median of those per-iteration times and spread_% is (p90 - p10) / median, as in bench.h.
 // Work queued by cudaFreeAsync is drained after each iteration, outside the timed region.
 // Verified before timed: the pool must hand the same block out again (a pool that called
-// cudaMalloc every time would be timed as cudaMalloc); the headline (mark_key) is the pool at
-// 4 KiB. The target (lesson 8 §7): a median of 1 us or less per pair.
+// cudaMalloc every time would be timed as cudaMalloc), and re-checked after (recheck = 1:
+// nothing left allocated, nothing new reserved, the same block still handed out); the headline
+// (mark_key) is the pool at 4 KiB. The target (lesson 8 §7): a median of 1 us or less per pair.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -88,8 +89,24 @@ void BM_pool_alloc_free(benchmark::State& state) {
     return;
   }
   if (bytes == 4096) course::bench::mark_key(state);
+  const d08::PoolStats before = pool.stats();
   time_pairs(
       state, [&] { pool.free(pool.allocate(bytes, stream)); }, [] {});
+  // Re-checked after timing (the `recheck` counter of bench.h): the timed calls must have done
+  // the pool's work, handing out the cached block, not something cheaper or costlier. After
+  // them nothing is allocated, nothing new was reserved from the device, and the next request
+  // still gets the same block.
+  const d08::PoolStats after = pool.stats();
+  void* last = pool.allocate(bytes, stream);
+  pool.free(last);
+  if (after.allocated_bytes != 0 || after.reserved_bytes != before.reserved_bytes ||
+      after.segments != before.segments || last != first) {
+    state.SkipWithError(
+        "after timing, the pool no longer hands out its cached block (or holds more memory):"
+        " the timed calls did not do what was checked before timing");
+    return;
+  }
+  state.counters["recheck"] = 1;
 }
 
 void BM_cudaMalloc_free(benchmark::State& state) {
