@@ -373,17 +373,23 @@ std::string size_name(const ::testing::TestParamInfo<std::int64_t>& info) {
   return "n" + std::to_string(info.param);
 }
 
-// The first `n` elements are x; the next 64 hold `garbage`: a lane past the end that loads
-// anyway picks it up, and the result says so.
+// Where the input's buffer ends. kPadded: the first `n` elements are x and the next 64 hold
+// `garbage`, so a lane past the end that USES what it loads picks it up and the result says
+// so. kExact: the buffer ends at n, so a lane that loads past the end and throws the value
+// away reads past the allocation, which only compute-sanitizer's memcheck (graded on Day 3)
+// sees: the padding would hide it.
+enum class InputEnd { kPadded, kExact };
+
 template <class T>
-DeviceBuffer<T> with_garbage_after(const std::vector<T>& x, T garbage) {
+DeviceBuffer<T> with_garbage_after(const std::vector<T>& x, T garbage,
+                                   InputEnd end = InputEnd::kPadded) {
   std::vector<T> padded = x;
-  padded.resize(x.size() + 2 * d03::kSegment, garbage);
+  if (end == InputEnd::kPadded) padded.resize(x.size() + 2 * d03::kSegment, garbage);
   return DeviceBuffer<T>(padded);
 }
 
-std::vector<float> run_segment_sum(const std::vector<float>& x) {
-  auto dx = with_garbage_after(x, kNaN);
+std::vector<float> run_segment_sum(const std::vector<float>& x, InputEnd end = InputEnd::kPadded) {
+  auto dx = with_garbage_after(x, kNaN, end);
   DeviceBuffer<float> out(segments_of(x.size()));
   out.poison();
   d03::segment_sum(dx.data(), out.data(), static_cast<std::int64_t>(x.size()));
@@ -391,81 +397,14 @@ std::vector<float> run_segment_sum(const std::vector<float>& x) {
   return out.download();
 }
 
-std::vector<float> run_segment_max(const std::vector<float>& x, float garbage) {
-  auto dx = with_garbage_after(x, garbage);
+std::vector<float> run_segment_max(const std::vector<float>& x, float garbage,
+                                   InputEnd end = InputEnd::kPadded) {
+  auto dx = with_garbage_after(x, garbage, end);
   DeviceBuffer<float> out(segments_of(x.size()));
   out.poison();
   d03::segment_max(dx.data(), out.data(), static_cast<std::int64_t>(x.size()));
   sync();
   return out.download();
-}
-
-// ---------------------------------------------------------------- the input's end, for memcheck
-// The tests below pad the input with NaN (with_garbage_after): a lane past n that USES what it
-// loads shows in the result. A lane that loads past n and throws the value away shows nowhere:
-// the load stays inside the padded buffer. Here the input buffer ends exactly at n, so such a
-// load is an access past the allocation, which compute-sanitizer's memcheck reports (the graded
-// d03.lab.memcheck). The results are checked too, so each test also fails on an unfinished
-// kernel.
-class SegmentsOfExactInput : public course::GpuTest {
- protected:
-  static constexpr std::int64_t kN = 33;  // one whole segment and one lane of the next
-  std::vector<float> x_ =
-      course::random_uniform<float>(static_cast<std::size_t>(kN), course::seed_for(60));
-  // Exactly n floats: nothing to read past the end. Made in the test's body, where GpuTest has
-  // already skipped the test on a machine without a GPU.
-  DeviceBuffer<float> input() const { return DeviceBuffer<float>(x_); }
-  course::CompareOptions options(const std::string& what) const {
-    course::CompareOptions o;
-    o.what = what + " of 33 elements in a buffer of exactly 33";
-    return o;
-  }
-};
-using WarpSumExactInput = SegmentsOfExactInput;
-using WarpMaxExactInput = SegmentsOfExactInput;
-using WarpBroadcastExactInput = SegmentsOfExactInput;
-using WarpScanExactInput = SegmentsOfExactInput;
-
-TEST_F(WarpSumExactInput, ReadsNothingPastTheEnd) {
-  DeviceBuffer<float> out(segments_of(x_.size()));
-  out.poison();
-  const auto dx = input();
-  d03::segment_sum(dx.data(), out.data(), kN);
-  sync();
-  COURSE_EXPECT_MATCH(out.download(), ref::segment_sums(course::as_doubles(x_)),
-                      options("segment sums"));
-}
-
-TEST_F(WarpMaxExactInput, ReadsNothingPastTheEnd) {
-  DeviceBuffer<float> out(segments_of(x_.size()));
-  out.poison();
-  const auto dx = input();
-  d03::segment_max(dx.data(), out.data(), kN);
-  sync();
-  auto o = options("segment maxima");
-  o.tolerance = kExact;
-  COURSE_EXPECT_MATCH(out.download(), ref::segment_max(course::as_doubles(x_)), o);
-}
-
-TEST_F(WarpBroadcastExactInput, ReadsNothingPastTheEnd) {
-  DeviceBuffer<float> y(x_.size());
-  y.poison();
-  const auto dx = input();
-  d03::segment_broadcast(dx.data(), y.data(), kN, 7);
-  sync();
-  auto o = options("broadcast from lane 7");
-  o.tolerance = kExact;
-  COURSE_EXPECT_MATCH(y.download(), ref::segment_broadcast(course::as_doubles(x_), 7), o);
-}
-
-TEST_F(WarpScanExactInput, ReadsNothingPastTheEnd) {
-  DeviceBuffer<float> y(x_.size());
-  y.poison();
-  const auto dx = input();
-  d03::segment_scan(dx.data(), y.data(), kN);
-  sync();
-  COURSE_EXPECT_MATCH(y.download(), ref::segment_inclusive_scan(course::as_doubles(x_)),
-                      options("segment scans"));
 }
 
 // ---------------------------------------------------------------- 2a: warp sum
@@ -574,21 +513,25 @@ struct BroadcastCase {
 class WarpBroadcast : public course::GpuTest,
                       public ::testing::WithParamInterface<BroadcastCase> {};
 
+std::vector<float> run_segment_broadcast(const std::vector<float>& x, int src_lane,
+                                         InputEnd end = InputEnd::kPadded) {
+  auto dx = with_garbage_after(x, kNaN, end);  // a source lane past the end must give 0, not this
+  DeviceBuffer<float> dy(x.size());
+  dy.poison();
+  d03::segment_broadcast(dx.data(), dy.data(), static_cast<std::int64_t>(x.size()), src_lane);
+  sync();
+  return dy.download();
+}
+
 TEST_P(WarpBroadcast, EveryLaneReceivesTheSourceLane) {
   const BroadcastCase c = GetParam();
-  const auto n = static_cast<std::size_t>(c.n);
-  const auto x = course::random_uniform<float>(n, course::seed_for(26));
-  auto dx = with_garbage_after(x, kNaN);  // a source lane past the end must give 0, not this
-  DeviceBuffer<float> dy(n);
-  dy.poison();
-  d03::segment_broadcast(dx.data(), dy.data(), c.n, c.src_lane);
-  sync();
+  const auto x = course::random_uniform<float>(static_cast<std::size_t>(c.n), course::seed_for(26));
   course::CompareOptions options;
   options.what = "broadcast from lane " + std::to_string(c.src_lane) +
                  " (y[i] = x[32 * (i / 32) + lane], 0 past the end)";
   options.tolerance = kExact;
-  COURSE_EXPECT_MATCH(dy.download(), ref::segment_broadcast(course::as_doubles(x), c.src_lane),
-                      options);
+  COURSE_EXPECT_MATCH(run_segment_broadcast(x, c.src_lane),
+                      ref::segment_broadcast(course::as_doubles(x), c.src_lane), options);
 }
 INSTANTIATE_TEST_SUITE_P(Lanes, WarpBroadcast,
                          ::testing::Values(BroadcastCase{1, 0}, BroadcastCase{33, 0},
@@ -603,8 +546,9 @@ INSTANTIATE_TEST_SUITE_P(Lanes, WarpBroadcast,
 // ---------------------------------------------------------------- 2d: warp scan
 COURSE_POINTS(WarpScan, 10);
 
-std::vector<float> run_segment_scan(const std::vector<float>& x, std::size_t guard = 0) {
-  auto dx = with_garbage_after(x, kNaN);
+std::vector<float> run_segment_scan(const std::vector<float>& x, std::size_t guard = 0,
+                                    InputEnd end = InputEnd::kPadded) {
+  auto dx = with_garbage_after(x, kNaN, end);
   DeviceBuffer<float> dy(x.size() + guard);
   dy.poison();
   d03::segment_scan(dx.data(), dy.data(), static_cast<std::int64_t>(x.size()));
@@ -623,6 +567,45 @@ TEST_P(WarpScan, MatchesTheReferenceForEverySize) {
                       options);
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, WarpScan, ::testing::ValuesIn(kSegmentSizes), size_name);
+
+// ---------------------------------------------------------------- the input's end, for memcheck
+// The same four segment operations on an input whose buffer ends at n (InputEnd::kExact), so
+// that a load past the end is one past the allocation: memcheck's to see, the result's to check.
+class SegmentsOfExactInput : public course::GpuTest {
+ protected:
+  const std::vector<float> x_ = course::random_uniform<float>(33, course::seed_for(60));
+  const std::vector<double> xd_ = course::as_doubles(x_);
+  static course::CompareOptions options(const std::string& what, course::Tolerance tolerance) {
+    course::CompareOptions o;
+    o.what = what + " of 33 elements in a buffer of exactly 33";
+    o.tolerance = tolerance;
+    return o;
+  }
+};
+using WarpSumExactInput = SegmentsOfExactInput;
+using WarpMaxExactInput = SegmentsOfExactInput;
+using WarpBroadcastExactInput = SegmentsOfExactInput;
+using WarpScanExactInput = SegmentsOfExactInput;
+
+TEST_F(WarpSumExactInput, ReadsNothingPastTheEnd) {
+  COURSE_EXPECT_MATCH(run_segment_sum(x_, InputEnd::kExact), ref::segment_sums(xd_),
+                      options("segment sums", course::CompareOptions{}.tolerance));
+}
+
+TEST_F(WarpMaxExactInput, ReadsNothingPastTheEnd) {
+  COURSE_EXPECT_MATCH(run_segment_max(x_, kNaN, InputEnd::kExact), ref::segment_max(xd_),
+                      options("segment maxima", kExact));
+}
+
+TEST_F(WarpBroadcastExactInput, ReadsNothingPastTheEnd) {
+  COURSE_EXPECT_MATCH(run_segment_broadcast(x_, 7, InputEnd::kExact),
+                      ref::segment_broadcast(xd_, 7), options("broadcast from lane 7", kExact));
+}
+
+TEST_F(WarpScanExactInput, ReadsNothingPastTheEnd) {
+  COURSE_EXPECT_MATCH(run_segment_scan(x_, 0, InputEnd::kExact), ref::segment_inclusive_scan(xd_),
+                      options("segment scans", course::CompareOptions{}.tolerance));
+}
 
 class WarpScanSegments : public course::GpuTest {};
 
