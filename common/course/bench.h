@@ -139,6 +139,14 @@ void measure(benchmark::State& state, const std::function<void()>& work, Traffic
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              const Recheck& recheck, cudaStream_t stream = nullptr);
 
+// Times HOST calls (an allocator, a launch's cost to the caller), not GPU work: each iteration
+// runs `call` `calls` times back to back between two std::chrono::steady_clock readings, then
+// `between` untimed (e.g. draining the work the calls queued); one sample is the time of one
+// call. Sets median_us and spread_% like measure(); no L2 flush, no bytes, no floor (the
+// caller re-checks what the timed calls left behind and sets recheck itself).
+void measure_host(benchmark::State& state, const std::function<void()>& call, int calls,
+                  const std::function<void()>& between = {});
+
 // Mark the benchmark whose figure is the day's headline (the GPU check script's table).
 inline void mark_key(benchmark::State& state) { state.counters["key"] = 1; }
 

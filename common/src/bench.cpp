@@ -1,6 +1,7 @@
 #include "course/bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "course/check.h"
@@ -76,6 +77,14 @@ namespace {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// median_us and spread_% from the samples (seconds), as bench.h describes them.
+void set_time_counters(benchmark::State& state, const std::vector<double>& seconds) {
+  const double median = percentile(seconds, 0.5);
+  state.counters["median_us"] = median * 1e6;
+  state.counters["spread_%"] =
+      median > 0.0 ? 100.0 * (percentile(seconds, 0.9) - percentile(seconds, 0.1)) / median : 0.0;
+}
+
 void measure_impl(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
                   const Recheck* recheck, cudaStream_t stream) {
   BracketedTimer timer(stream);
@@ -117,9 +126,7 @@ void measure_impl(benchmark::State& state, const std::function<void()>& work, Tr
     state.SkipWithError("the work takes less time than the L2 flush's jitter: time a larger size");
     return;
   }
-  state.counters["median_us"] = median * 1e6;
-  state.counters["spread_%"] =
-      100.0 * (percentile(seconds, 0.9) - percentile(seconds, 0.1)) / median;
+  set_time_counters(state, seconds);
   if (recheck != nullptr) state.counters["recheck"] = 1;
   if (traffic.bytes > 0) {
     const double ceiling_gbs = measured_copy_bandwidth_gbs();
@@ -150,6 +157,22 @@ void measure(benchmark::State& state, const std::function<void()>& work, Traffic
              const Recheck& recheck, cudaStream_t stream) {
   require(static_cast<bool>(recheck.check), "course::bench::measure: a Recheck needs a check");
   measure_impl(state, work, traffic, &recheck, stream);
+}
+
+void measure_host(benchmark::State& state, const std::function<void()>& call, int calls,
+                  const std::function<void()>& between) {
+  require(calls > 0, "course::bench::measure_host: calls must be positive");
+  std::vector<double> seconds;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) call();
+    const auto stop = std::chrono::steady_clock::now();
+    if (between) between();
+    const double s = std::chrono::duration<double>(stop - start).count() / calls;
+    seconds.push_back(s);
+    state.SetIterationTime(std::max(s, 1e-12));
+  }
+  if (!seconds.empty()) set_time_counters(state, seconds);
 }
 
 void configure(benchmark::internal::Benchmark* b) {

@@ -7,9 +7,8 @@
 //                             so that it keeps freed memory as the caching pool does
 // Timing: these are host calls, not GPU work, so course::bench::measure (CUDA events around
 // work queued on a stream, L2 flushes) does not apply: the figure that matters is how long the
-// calling thread is held. Each iteration times kPairs allocate + free pairs back to back with
-// std::chrono::steady_clock and reports the time of one pair as manual time; median_us is the
-// median of those per-iteration times and spread_% is (p90 - p10) / median, as in bench.h.
+// calling thread is held. course::bench::measure_host times kPairs allocate + free pairs back
+// to back per iteration and reports the time of one pair (median_us, spread_% as in bench.h).
 // Work queued by cudaFreeAsync is drained after each iteration, outside the timed region.
 // Verified before timed: the pool must hand the same block out again (a pool that called
 // cudaMalloc every time would be timed as cudaMalloc), and re-checked after (recheck = 1:
@@ -18,7 +17,6 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -34,29 +32,6 @@ namespace {
 
 constexpr int kPairs = 100;  // pairs per timed iteration: 100 x ~1 us is well above the clock's
                              // resolution, short enough for hundreds of samples
-
-// Runs the benchmark loop: each iteration times kPairs calls of `pair`, then `drain` (untimed).
-void time_pairs(benchmark::State& state, const std::function<void()>& pair,
-                const std::function<void()>& drain) {
-  std::vector<double> samples;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kPairs; ++i) pair();
-    const auto stop = std::chrono::steady_clock::now();
-    drain();
-    const double seconds = std::chrono::duration<double>(stop - start).count() / kPairs;
-    state.SetIterationTime(seconds);
-    samples.push_back(seconds);
-  }
-  if (samples.empty()) return;
-  const double median = course::bench::percentile(samples, 0.5);
-  state.counters["median_us"] = median * 1e6;
-  state.counters["spread_%"] =
-      median > 0.0
-          ? (course::bench::percentile(samples, 0.9) - course::bench::percentile(samples, 0.1)) /
-                median * 100.0
-          : 0.0;
-}
 
 class BenchStream {
  public:
@@ -90,8 +65,8 @@ void BM_pool_alloc_free(benchmark::State& state) {
   }
   if (bytes == 4096) course::bench::mark_key(state);
   const d08::PoolStats before = pool.stats();
-  time_pairs(
-      state, [&] { pool.free(pool.allocate(bytes, stream)); }, [] {});
+  course::bench::measure_host(
+      state, [&] { pool.free(pool.allocate(bytes, stream)); }, kPairs);
   // Re-checked after timing (the `recheck` counter of bench.h): the timed calls must have done
   // the pool's work, handing out the cached block, not something cheaper or costlier. After
   // them nothing is allocated, nothing new was reserved from the device, and the next request
@@ -111,14 +86,14 @@ void BM_pool_alloc_free(benchmark::State& state) {
 
 void BM_cudaMalloc_free(benchmark::State& state) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
-  time_pairs(
+  course::bench::measure_host(
       state,
       [&] {
         void* p = nullptr;
         COURSE_CUDA_CHECK(cudaMalloc(&p, bytes));
         COURSE_CUDA_CHECK(cudaFree(p));
       },
-      [] {});
+      kPairs);
 }
 
 void BM_cudaMallocAsync_free(benchmark::State& state) {
@@ -133,14 +108,14 @@ void BM_cudaMallocAsync_free(benchmark::State& state) {
   std::uint64_t keep_all = std::numeric_limits<std::uint64_t>::max(), before = 0;
   COURSE_CUDA_CHECK(cudaMemPoolGetAttribute(mem_pool, cudaMemPoolAttrReleaseThreshold, &before));
   COURSE_CUDA_CHECK(cudaMemPoolSetAttribute(mem_pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
-  time_pairs(
+  course::bench::measure_host(
       state,
       [&] {
         void* p = nullptr;
         COURSE_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream));
         COURSE_CUDA_CHECK(cudaFreeAsync(p, stream));
       },
-      [&] { COURSE_CUDA_CHECK(cudaStreamSynchronize(stream)); });
+      kPairs, [&] { COURSE_CUDA_CHECK(cudaStreamSynchronize(stream)); });
   COURSE_CUDA_CHECK(cudaMemPoolSetAttribute(mem_pool, cudaMemPoolAttrReleaseThreshold, &before));
 }
 
