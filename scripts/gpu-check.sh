@@ -16,8 +16,6 @@
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
 # Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
 #              BENCH_ROWS=grade (each day's GRADE_BENCHMARKS rows where no filter is given),
-#              GRADE_EXTRA (a folder of more submissions graded with the synthetic class, e.g.
-#              planted bugs from `tools/mutants.py make-class`; scored when it has a reference),
 #              MUTANTS (the mutants step's bugs: correctness (default), performance, all, or ids),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
@@ -159,9 +157,6 @@ if want grade; then
   log "grading a synthetic class"
   rm -rf "$out/class" "$out/grades"
   python3 tests/grading/synthetic_class.py "$out/class"
-  if [ -n "${GRADE_EXTRA:-}" ]; then
-    for d in "$GRADE_EXTRA"/*/; do cp -r "$d" "$out/class/"; done
-  fi
   nstudents=$(ls "$out/class" | wc -l)
   start=$(date +%s.%N)
   "$bin/course" grade "$out/class" --out "$out/grades" --jobs 4 --test-timeout 20 \
@@ -170,11 +165,7 @@ if want grade; then
   end=$(date +%s.%N)
   echo "grading the synthetic class ($nstudents students): $(python3 -c "print(f'{$end - $start:.0f}')") s" \
     | tee -a "$out/timings.txt"
-  grep -E "^[a-z0-9_-]+ +\|" "$out/grade.log" | cut -c1-220
-  if [ -d "$out/class/reference" ]; then
-    python3 tools/mutants.py score "$out/grades/gradebook.json" >"$out/mutants-score.txt" 2>&1
-    echo "mutants score exit $?"; cat "$out/mutants-score.txt"
-  fi
+  grep -E "^[a-z_]+ +\|" "$out/grade.log" | cut -c1-220
   if "$bin/course" leaderboard --help >/dev/null 2>&1; then
     "$bin/course" leaderboard "$out/grades/students" --out "$out/grades/site" \
       >"$out/leaderboard.log" 2>&1
