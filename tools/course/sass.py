@@ -151,7 +151,7 @@ def run_check(check: SassCheck, dis: Disassembly, variant: str) -> CheckResult:
             names = sorted({short_name(dis.names[n]) for (a, n) in dis.kernels if a == arch})
             # The kernels of the same name with other template arguments say the most: a
             # template instance that is never launched is never compiled.
-            base = re.split(r"[<(\\]", check.kernel.replace("\\", ""))[0].strip(".*^ ")
+            base = pattern_words(check.kernel).split("<")[0].strip(".*^ ")
             alike = [n for n in names if base and base in n]
             listed = alike or names
             more = f", and {len(listed) - 12} more" if len(listed) > 12 else ""
