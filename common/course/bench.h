@@ -18,9 +18,11 @@
 // is measured in the same iteration and subtracted. The work is queued behind a running flush,
 // so the host's launch latency is never inside the measurement.
 //
-// Each iteration's time goes to Google Benchmark (manual time); the counters come from the
-// MEDIAN iteration, which a stray slow iteration cannot move:
-//   median_us   the median time of one iteration, in microseconds
+// Each such iteration is one sample (SamplePlan says how many); the MEDIAN sample, which a
+// stray slow one cannot move, is the row's time for Google Benchmark (manual time) and the
+// counters come from it:
+//   median_us   the median time of one sample, in microseconds
+//   samples     how many samples were taken
 //   GB/s        traffic.bytes / median time (1e9 bytes per second)
 //   %copy       GB/s as a percentage of this GPU's measured copy ceiling (device.h)
 //   TFLOP/s     traffic.flops / median time, when flops are given
@@ -128,8 +130,9 @@ struct Recheck {
   std::function<Comparison()> check;
 };
 
-// Times `work` (which enqueues GPU work on `stream`) for as many iterations as Google
-// Benchmark asks, with a BracketedTimer, and sets the counters above (all but recheck).
+// Times `work` (which enqueues GPU work on `stream`) with a BracketedTimer, as many samples as
+// SamplePlan asks in each Google Benchmark iteration, and sets the counters above (all but
+// recheck).
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              cudaStream_t stream = nullptr);
 // The same, then one audited iteration: recheck.poison(), a bracketed, timed call of `work`
@@ -139,19 +142,40 @@ void measure(benchmark::State& state, const std::function<void()>& work, Traffic
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              const Recheck& recheck, cudaStream_t stream = nullptr);
 
-// Times HOST calls (an allocator, a launch's cost to the caller), not GPU work: each iteration
+// Times HOST calls (an allocator, a launch's cost to the caller), not GPU work: each sample
 // runs `call` `calls` times back to back between two std::chrono::steady_clock readings, then
-// `between` untimed (e.g. draining the work the calls queued); one sample is the time of one
-// call. Sets median_us and spread_% like measure(); no L2 flush, no bytes, no floor (the
-// caller re-checks what the timed calls left behind and sets recheck itself).
+// `between` untimed (e.g. draining the work the calls queued); a sample's time is that of one
+// call. Samples as SamplePlan says and sets median_us, samples and spread_% like measure(); no
+// L2 flush, no bytes, no floor (the caller re-checks what the timed calls left behind and sets
+// recheck itself).
 void measure_host(benchmark::State& state, const std::function<void()>& call, int calls,
                   const std::function<void()>& between = {});
 
 // Mark the benchmark whose figure is the day's headline (the GPU check script's table).
 inline void mark_key(benchmark::State& state) { state.counters["key"] = 1; }
 
-// Manual time, microseconds, enough repetitions for a stable median, short enough to run
-// the whole course's benchmarks in a few minutes.
+// How many samples measure() and measure_host() take. They sample inside ONE Google Benchmark
+// iteration, so that the benchmark function, and with it the set-up of its inputs (random
+// tensors of hundreds of MB, their float64 copies for the reference), runs once per row:
+// Google Benchmark's own search for an iteration count called the function four to five
+// times (1, 10, 100, ... iterations), repeating that set-up each time, and the set-up, not
+// the GPU, was most of a benchmark program's run time.
+// Sampling stops once `min_samples` samples add up to `min_timed_seconds` of timed work (a
+// 200 us kernel: 250 samples), at `max_samples` (microsecond kernels), or, for a very slow
+// kernel (a student's first try), once `max_wall_seconds` have passed with at least
+// `min_samples_when_slow` samples.
+struct SamplePlan {
+  int min_samples = 20;
+  int max_samples = 2000;
+  double min_timed_seconds = 0.05;
+  double max_wall_seconds = 4.0;
+  int min_samples_when_slow = 3;
+  bool enough(int samples, double timed_seconds, double wall_seconds) const;
+};
+
+// Manual time, microseconds, one Google Benchmark iteration per row (measure() samples inside
+// it, as SamplePlan says); the row's reported time is the median sample, and the counter
+// `samples` says how many there were.
 void configure(benchmark::internal::Benchmark* b);
 
 // Benchmarks time only correct kernels: when `check` failed, the benchmark is reported as an

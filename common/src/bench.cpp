@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "course/check.h"
 #include "course/device.h"
@@ -73,14 +74,38 @@ double BracketedTimer::time(const std::function<void()>& work) {
   return (static_cast<double>(work_and_flush_ms) - flush_ms) * 1e-3;
 }
 
+bool SamplePlan::enough(int samples, double timed_seconds, double wall_seconds) const {
+  if (samples >= max_samples) return true;
+  if (wall_seconds >= max_wall_seconds && samples >= min_samples_when_slow) return true;
+  return samples >= min_samples && timed_seconds >= min_timed_seconds;
+}
+
 namespace {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-// median_us and spread_% from the samples (seconds), as bench.h describes them.
+// Appends samples to `seconds` until SamplePlan{} says there are enough. `take` returns one
+// sample: {the seconds it reports, the seconds of work it timed}.
+template <class Take>
+void sample(std::vector<double>* seconds, Take&& take) {
+  const SamplePlan plan;
+  const auto start = std::chrono::steady_clock::now();
+  double timed = 0.0;
+  for (int n = 1;; ++n) {
+    const auto [s, work_seconds] = take();
+    seconds->push_back(s);
+    timed += work_seconds;
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (plan.enough(n, timed, wall)) return;
+  }
+}
+
+// median_us, samples and spread_% from the samples (seconds), as bench.h describes them.
 void set_time_counters(benchmark::State& state, const std::vector<double>& seconds) {
   const double median = percentile(seconds, 0.5);
   state.counters["median_us"] = median * 1e6;
+  state.counters["samples"] = static_cast<double>(seconds.size());
   state.counters["spread_%"] =
       median > 0.0 ? 100.0 * (percentile(seconds, 0.9) - percentile(seconds, 0.1)) / median : 0.0;
 }
@@ -94,10 +119,12 @@ void measure_impl(benchmark::State& state, const std::function<void()>& work, Tr
 
   std::vector<double> seconds;
   for (auto _ : state) {
-    const double s = timer.time(work);
-    seconds.push_back(s);
+    sample(&seconds, [&] {
+      const double s = timer.time(work);
+      return std::pair<double, double>{s, std::max(s, 0.0)};
+    });
     // Google Benchmark needs a positive time; the median keeps the honest sample.
-    state.SetIterationTime(std::max(s, 1e-9));
+    state.SetIterationTime(std::max(percentile(seconds, 0.5), 1e-9));
   }
   if (seconds.empty()) return;
 
@@ -164,23 +191,25 @@ void measure_host(benchmark::State& state, const std::function<void()>& call, in
   require(calls > 0, "course::bench::measure_host: calls must be positive");
   std::vector<double> seconds;
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) call();
-    const auto stop = std::chrono::steady_clock::now();
-    if (between) between();
-    const double s = std::chrono::duration<double>(stop - start).count() / calls;
-    seconds.push_back(s);
-    state.SetIterationTime(std::max(s, 1e-12));
+    sample(&seconds, [&] {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) call();
+      const auto stop = std::chrono::steady_clock::now();
+      if (between) between();
+      const double all = std::chrono::duration<double>(stop - start).count();
+      return std::pair<double, double>{all / calls, all};
+    });
+    state.SetIterationTime(std::max(percentile(seconds, 0.5), 1e-12));
   }
   if (!seconds.empty()) set_time_counters(state, seconds);
 }
 
 void configure(benchmark::internal::Benchmark* b) {
-  // 50 ms of measured GPU time: 250 samples of a 200 us kernel. Each iteration also pays for
-  // three L2 flushes and a synchronisation (~130 us of wall time on an H100), so a longer
-  // minimum would make the microsecond-sized kernels run thousands of iterations for no
-  // better a median.
-  b->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.05);
+  // One iteration: measure() takes its samples inside it (SamplePlan: 50 ms of timed work, 250
+  // samples of a 200 us kernel; each sample also pays for three L2 flushes and a
+  // synchronisation, ~130 us of wall time on an H100, hence the cap of 2000 samples for
+  // microsecond kernels).
+  b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 }
 
 bool verified(benchmark::State& state, const Comparison& check) {
