@@ -1,6 +1,10 @@
-// Day 8 — CUB, sampling and a caching memory pool. Part 1: the caching pool.
+// Day 8 — CUB, sampling and a caching memory pool.
 //
-// The interface the tests and the benchmark call. A CachingPool hands out device memory the way
+// The interface the tests and the benchmark call. Part 1 (steps 1-7): the caching pool. Part 2
+// (exercises 8-12, below the pool): a block-wide tile scan with CUB's block primitives, two
+// device-wide inclusive scans of int32, and LLM sampling (min-p, top-k, top-p) without sorting.
+//
+// Part 1. A CachingPool hands out device memory the way
 // an ML framework's allocator does (PyTorch's CUDACachingAllocator, simplified): it asks a
 // backend (DeviceMemory) for large segments, carves blocks out of them, and keeps freed blocks
 // to hand out again instead of returning them. The backend is an interface so that the same
@@ -154,5 +158,140 @@ class CachingPool {
 // Given: fills `bytes` bytes at `ptr` (device memory) with `value`, on `stream`: the GPU tests
 // write through the pool's pointers with it.
 void fill_bytes(void* ptr, std::size_t bytes, std::uint8_t value, cudaStream_t stream = nullptr);
+
+// =============================================================================================
+// Part 2 — CUB, a device-wide scan and sampling (lesson §10-§14). Pointers are device pointers;
+// work is queued on the default stream; every launcher checks its arguments and throws
+// course::InvalidArgument (a message, never an illegal address).
+
+// ---------------------------------------------------------------------------------------------
+// The scans: y[i] = x[0] + x[1] + ... + x[i] (INCLUSIVE), in int32 arithmetic that wraps
+// around like uint32 (two's complement): 2^31 - 1 + 1 = -2^31. y may not overlap x.
+// A tile is kScanTile consecutive elements, one block of kScanThreads threads with
+// kScanItems each (lesson §11.1).
+constexpr int kScanThreads = 256;
+constexpr int kScanItems = 16;
+constexpr int kScanTile = kScanThreads * kScanItems;  // 4096 elements
+static_assert(kScanTile == 4096, "the tests' tile-edge sizes assume 4096-element tiles");
+
+// Exercise 8 (TODO d08.8) — one tile, with CUB's block primitives (lesson §10.2): for every tile
+// t, y[t * kScanTile + j] = x[t * kScanTile] + ... + x[t * kScanTile + j] (each tile scanned on
+// its own, as if it started the array) and tile_sums[t] = the tile's total, for the
+// ceil(n / kScanTile) tiles (the last one may be partial).
+void scan_tiles(const std::int32_t* x, std::int32_t* y, std::int32_t* tile_sums, std::int64_t n);
+
+// The scratch memory both scans need, in bytes, for n elements (given: lesson §10.3). Like CUB's
+// device algorithms, the scans take it from the caller (a pool of part 1, say) instead of
+// calling cudaMalloc on every call; its contents before a call do not matter.
+std::size_t scan_temp_bytes(std::int64_t n);
+
+// Exercise 9 (TODO d08.9) — reduce-then-scan (lesson §11.2): three kernels, 3 * 4n bytes moved
+// (x read twice, y written once).
+void scan_1_reduce_then_scan(const std::int32_t* x, std::int32_t* y, std::int64_t n, void* temp,
+                             std::size_t temp_bytes);
+// Exercise 10 (TODO d08.10) — one pass with decoupled look-back (lesson §11.3): 2 * 4n bytes.
+void scan_2_decoupled_lookback(const std::int32_t* x, std::int32_t* y, std::int64_t n, void* temp,
+                               std::size_t temp_bytes);
+
+// Given (not an exercise): cub::DeviceScan::InclusiveSum, the vendor baseline, with CUB's
+// two-call temp-storage protocol: called with temp == nullptr it only sets temp_bytes; called
+// again with that much scratch it scans. In cub_baseline.cu, linked into the benchmark only.
+void scan_cub(void* temp, std::size_t& temp_bytes, const std::int32_t* x, std::int32_t* y,
+              std::int64_t n);
+
+// ---------------------------------------------------------------------------------------------
+// Sampling (lesson §12-§14). probs is a row-major [batch, vocab] matrix of float32
+// probabilities: finite, >= 0, each row adding up to 1 (a softmax's output). For each row r one
+// token is drawn and written to tokens[r], from the ALLOWED set of the filter, renormalised:
+//
+//   the threshold t of row r (a probability of the row, or 0 = keep every token):
+//     kMinP  t = min_p * max_i p[i], the product rounded to float32 (__fmul_rn(min_p, max)).
+//     kTopK  t = the k-th largest probability, counting repeats (t = 0 when k >= vocab).
+//     kTopP  t = the largest probability such that the tokens with p >= t add up to at least
+//            top_p: walking down the probabilities from the largest, t is the first one at
+//            which the running sum reaches top_p (t = 0 when the whole row adds up to less).
+//   allowed: every token with p[i] >= t. TIES: every token equal to t is allowed, so top-k
+//            keeps MORE than k tokens when the k-th largest probability is repeated, and top-p
+//            keeps every token of the probability at which the sum reached top_p.
+//   the draw: u = sampling_uniform(seed, r, draw) (below), M = the sum of the allowed
+//            probabilities, and the token is the FIRST index i (in vocabulary order, not in
+//            sorted order) whose running sum of allowed probabilities p[0..i] exceeds u * M.
+//            When float rounding leaves every running sum <= u * M, the last allowed token
+//            with p > 0.
+//
+// So a token is drawn with probability p[i] / M if allowed, 0 otherwise, and the same (seed,
+// draw) gives the same tokens on every run and every GPU. The sums are float32 on the GPU (the
+// tests allow for their rounding where a decision is that close).
+enum class Filter { kMinP, kTopK, kTopP };
+inline const char* filter_name(Filter f) {
+  switch (f) {
+    case Filter::kMinP:
+      return "min_p";
+    case Filter::kTopK:
+      return "top_k";
+    case Filter::kTopP:
+      return "top_p";
+  }
+  return "?";
+}
+
+struct SamplingParams {
+  Filter filter = Filter::kMinP;
+  int top_k = 1;       // kTopK: 1 <= top_k
+  float top_p = 1.0f;  // kTopP: 0 < top_p <= 1
+  float min_p = 0.0f;  // kMinP: 0 <= min_p <= 1
+};
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011), the
+// counter-based generator of cuRAND and of PyTorch: 10 rounds that scramble a 128-bit counter
+// under a 64-bit key. Given, and the same on the host and the GPU (lesson §13.2).
+struct Philox4x32 {
+  std::uint32_t v[4];
+};
+__host__ __device__ inline Philox4x32 philox4x32_10(Philox4x32 counter, std::uint32_t key0,
+                                                    std::uint32_t key1) {
+  constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+  constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const std::uint64_t p0 = static_cast<std::uint64_t>(kMul0) * counter.v[0];
+    const std::uint64_t p1 = static_cast<std::uint64_t>(kMul1) * counter.v[2];
+    const auto hi0 = static_cast<std::uint32_t>(p0 >> 32), lo0 = static_cast<std::uint32_t>(p0);
+    const auto hi1 = static_cast<std::uint32_t>(p1 >> 32), lo1 = static_cast<std::uint32_t>(p1);
+    counter = Philox4x32{{hi1 ^ counter.v[1] ^ key0, lo1, hi0 ^ counter.v[3] ^ key1, lo0}};
+    key0 += kWeyl0;
+    key1 += kWeyl1;
+  }
+  return counter;
+}
+
+// The uniform of draw `draw` of row `row`: Philox of the counter (draw, row) under the key
+// `seed`, its first word's top 23 bits as a float in [0, 1 - 2^-23]. One number per row per
+// draw, from nothing but (seed, row, draw): no state to keep, any row on any thread.
+// INVARIANT: u <= 1 - 2^-23, so that u * M, rounded to float32, is below M.
+__host__ __device__ inline float sampling_uniform(std::uint64_t seed, std::uint64_t row,
+                                                  std::uint64_t draw) {
+  const Philox4x32 counter{{static_cast<std::uint32_t>(draw),
+                            static_cast<std::uint32_t>(draw >> 32), static_cast<std::uint32_t>(row),
+                            static_cast<std::uint32_t>(row >> 32)}};
+  const Philox4x32 r = philox4x32_10(counter, static_cast<std::uint32_t>(seed),
+                                     static_cast<std::uint32_t>(seed >> 32));
+  return static_cast<float>(r.v[0] >> 9) * 0x1.0p-23f;
+}
+
+// Exercises 11 (TODO d08.11: min-p and the draw) and 12 (TODO d08.12: the pivot search for
+// top-k and top-p) — sampling without sorting (lesson §13): tokens[r] for every row as above.
+// vocab <= kMaxVocab.
+constexpr std::int64_t kMaxVocab = std::int64_t{1} << 30;
+void sample_1_pivot(const float* probs, std::int64_t batch, std::int64_t vocab,
+                    const SamplingParams& params, std::uint64_t seed, std::uint64_t draw,
+                    std::int32_t* tokens);
+
+// Given (not an exercise): the same sampling by sorting every row with
+// cub::DeviceSegmentedRadixSort::SortPairsDescending, then scanning the sorted row for the
+// threshold (lesson §12.2): the baseline the benchmark compares with. In cub_baseline.cu, linked
+// into the benchmark only.
+void sample_0_sort(const float* probs, std::int64_t batch, std::int64_t vocab,
+                   const SamplingParams& params, std::uint64_t seed, std::uint64_t draw,
+                   std::int32_t* tokens);
 
 }  // namespace d08

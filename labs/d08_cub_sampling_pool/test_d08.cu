@@ -1,9 +1,13 @@
-// Day 8 tests, part 1: the caching pool. The host suites (CachingPoolSizes ... CachingPoolThreads,
+// Day 8 tests. Part 1: the caching pool. The host suites (CachingPoolSizes ... CachingPoolThreads,
 // listed as HOST_SUITES) run the pool against FakeDeviceMemory below: a backend with a fixed
 // capacity, fake addresses (never dereferenced), a count of every call and events that complete
 // only when the test says so, so that every rule of lab.h is checked exactly and
 // deterministically, without a GPU. The GPU suite (CachingPoolGpu) runs the same pool on
 // CudaDeviceMemory and writes through its pointers from a kernel.
+// Part 2 (GPU suites, after the pool's): the tile scan, the two device-wide scans (against a
+// reference that wraps like int32, compared exactly) and the sampling (every token inside the
+// allowed set, the float64 reference's token wherever the decision is not within rounding of a
+// boundary, and a chi-square test of the distribution over 20000 draws).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +19,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -22,8 +27,11 @@
 #include <thread>
 #include <vector>
 
+#include "course/buffer.h"
 #include "course/check.h"
+#include "course/large.h"
 #include "course/random.h"
+#include "course/reference/sampling.h"
 #include "course/testing.h"
 #include "lab.h"
 
@@ -827,6 +835,494 @@ TEST_F(CachingPoolGpu, ThrowsOutOfMemoryWithTheRequestAndStaysUsable) {
   d08::fill_bytes(p, 1000, 1);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   pool.free(p);
+}
+
+// ================================================================ Part 2: scans (TODO d08.8-10)
+// Every scan output is poisoned before the call; the reference wraps like int32
+// (course::reference::inclusive_scan_wrapping), and the comparison is exact.
+COURSE_POINTS(ScanTiles, 10);
+COURSE_POINTS(ScanReduceThenScan, 10);
+COURSE_POINTS(ScanDecoupledLookback, 20);
+COURSE_POINTS(SamplingMinP, 10);
+COURSE_POINTS(SamplingTopK, 10);
+COURSE_POINTS(SamplingTopP, 10);
+
+namespace ref = course::reference;
+using course::DeviceBuffer;
+constexpr std::int64_t kTile = d08::kScanTile;
+
+// Empty when got == want; otherwise the first wrong element in words, with how many are wrong.
+std::string scan_problem(const std::vector<std::int32_t>& got,
+                         const std::vector<std::int32_t>& want, const std::string& what,
+                         const std::string& todo) {
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && wrong++ == 0) first = i;
+  if (wrong == 0) return "";
+  std::ostringstream msg;
+  msg << what << "[" << first << "] (tile " << first / kTile << ", element " << first % kTile
+      << " of the tile; n = " << got.size() << ") ";
+  if (course::DType<std::int32_t>::is_poison(got[first]))
+    msg << "was never written";
+  else
+    msg << "is " << got[first] << ", expected " << want[first];
+  msg << "; " << wrong << " of " << got.size() << " elements are wrong";
+  if (first > 0 && first < got.size() && wrong == got.size() - first && first % kTile == 0)
+    msg << " (everything from a tile boundary on: the prefix carried into a tile)";
+  if (first == 0 && !course::DType<std::int32_t>::is_poison(got[0]) && got[0] == 0 && want[0] != 0)
+    msg << " (an exclusive scan? y[i] must include x[i])";
+  msg << ". " << todo << course::seed_hint();
+  return msg.str();
+}
+
+using ScanFn = void (*)(const std::int32_t*, std::int32_t*, std::int64_t, void*, std::size_t);
+
+// Runs `scan` on x (poisoned output, scratch of scan_temp_bytes(n), itself poisoned) and
+// returns y.
+std::vector<std::int32_t> run_scan(ScanFn scan, const std::vector<std::int32_t>& x) {
+  const auto n = static_cast<std::int64_t>(x.size());
+  DeviceBuffer<std::int32_t> dx(x), dy(x.size());
+  dy.poison();
+  DeviceBuffer<char> temp(d08::scan_temp_bytes(n));
+  if (temp.size() > 0) COURSE_CUDA_CHECK(cudaMemset(temp.data(), 0xab, temp.bytes()));
+  scan(dx.data(), dy.data(), n, temp.data(), temp.bytes());
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  return dy.download();
+}
+
+void expect_scan(ScanFn scan, const std::vector<std::int32_t>& x, const std::string& todo) {
+  const std::string problem =
+      scan_problem(run_scan(scan, x), ref::inclusive_scan_wrapping(x), "y", todo);
+  if (!problem.empty()) ADD_FAILURE() << problem;
+}
+
+std::vector<std::int32_t> small_ints(std::size_t n, std::uint64_t salt) {
+  return course::random_uniform<std::int32_t>(n, course::seed_for(salt), -1000, 1000);
+}
+
+// Sizes around the tile edges, primes, and a few tiles plus a tail.
+const std::int64_t kScanSizes[] = {
+    2, 31, 4095, 4096, 4097, 2 * 4096 - 1, 3 * 4096 + 5, 65537, 1000003, (1 << 20) + 3};
+
+// ---------------------------------------------------------------- Exercise 8: tiles
+class ScanTiles : public course::GpuTest {};
+
+void expect_tiles(std::int64_t n, std::uint64_t salt) {
+  const auto x = small_ints(static_cast<std::size_t>(n), salt);
+  const std::int64_t tiles = (n + kTile - 1) / kTile;
+  DeviceBuffer<std::int32_t> dx(x), dy(x.size()), dsums(static_cast<std::size_t>(tiles));
+  dy.poison();
+  dsums.poison();
+  d08::scan_tiles(dx.data(), dy.data(), dsums.data(), n);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::int32_t> want(x.size()), want_sums(static_cast<std::size_t>(tiles));
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::vector<std::int32_t> part(x.begin() + t * kTile,
+                                         x.begin() + std::min(n, (t + 1) * kTile));
+    const auto scanned = ref::inclusive_scan_wrapping(part);
+    std::copy(scanned.begin(), scanned.end(), want.begin() + t * kTile);
+    want_sums[static_cast<std::size_t>(t)] = scanned.back();
+  }
+  const std::string todo =
+      "Each tile is scanned on its own (lesson 8 §10.2): BlockLoad, BlockScan::InclusiveSum, "
+      "BlockStore in load_and_scan_tile and store_tile (TODO d08.8)";
+  std::string problem = scan_problem(dy.download(), want, "y", todo);
+  if (!problem.empty()) ADD_FAILURE() << problem;
+  problem = scan_problem(dsums.download(), want_sums, "tile_sums",
+                         "tile_sums[t] is the total of tile t, which load_and_scan_tile returns "
+                         "(TODO d08.8)");
+  if (!problem.empty()) ADD_FAILURE() << problem;
+}
+
+TEST_F(ScanTiles, HandlesEmptyAndOneElement) {
+  d08::scan_tiles(nullptr, nullptr, nullptr, 0);  // nothing to do: no launch, no error
+  expect_tiles(1, 801);
+}
+
+TEST_F(ScanTiles, ScansEveryTileOnItsOwnAndWritesItsTotal) {
+  for (const std::int64_t n :
+       {std::int64_t{4095}, kTile, kTile + 1, 3 * kTile + 5, std::int64_t{100003}}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    expect_tiles(n, 802 + static_cast<std::uint64_t>(n));
+  }
+}
+
+// ---------------------------------------------------------------- Exercises 9 and 10
+// The same tests for both scans, each in its exercise's suite.
+void expect_empty_and_one(ScanFn scan, const std::string& todo) {
+  scan(nullptr, nullptr, 0, nullptr, 0);  // n = 0: nothing to do, no launch, no error
+  expect_scan(scan, small_ints(1, 811), todo);
+}
+
+void expect_sizes(ScanFn scan, const std::string& todo) {
+  for (const std::int64_t n : kScanSizes) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    expect_scan(scan, small_ints(static_cast<std::size_t>(n), 812 + static_cast<std::uint64_t>(n)),
+                todo);
+  }
+}
+
+// Values near the int32 limits: the sums wrap around many times, and must wrap exactly as
+// int32 (uint32) arithmetic does.
+void expect_wrap(ScanFn scan, const std::string& todo) {
+  auto x = course::random_uniform<std::int32_t>(3 * kTile + 77, course::seed_for(813), 1 << 30,
+                                                std::numeric_limits<std::int32_t>::max());
+  for (std::size_t i = 1; i < x.size(); i += 3) x[i] = -x[i] - 1;
+  expect_scan(scan, x, todo + " (the sums wrap around: add as uint32, or int64 cast back)");
+}
+
+// 2^28 + 1000 elements (1 GiB in, 1 GiB out): the size of the benchmark, every element checked.
+void expect_large(ScanFn scan, const std::string& todo) {
+  const std::int64_t n = (std::int64_t{1} << 28) + 1000;
+  const std::string shortfall =
+      course::gpu_memory_shortfall(static_cast<std::size_t>(n) * 8 + d08::scan_temp_bytes(n));
+  if (!shortfall.empty()) GTEST_SKIP() << shortfall;
+  expect_scan(scan, small_ints(static_cast<std::size_t>(n), 814), todo);
+}
+
+const std::string kTodo9 =
+    "reduce-then-scan (lesson 8 §11.2): the tile totals, their scan, then every tile again "
+    "from the totals before it (TODO d08.9)";
+const std::string kTodo10 =
+    "the decoupled look-back (lesson 8 §11.3): publish A, look back for the prefix, publish P, "
+    "add the prefix to the tile (TODO d08.10)";
+
+class ScanReduceThenScan : public course::GpuTest {};
+TEST_F(ScanReduceThenScan, HandlesEmptyAndOneElement) {
+  expect_empty_and_one(d08::scan_1_reduce_then_scan, kTodo9);
+}
+TEST_F(ScanReduceThenScan, MatchesTheReferenceAtTileEdgesAndPrimes) {
+  expect_sizes(d08::scan_1_reduce_then_scan, kTodo9);
+}
+TEST_F(ScanReduceThenScan, WrapsAroundLikeInt32) {
+  expect_wrap(d08::scan_1_reduce_then_scan, kTodo9);
+}
+class ScanReduceThenScanLarge : public course::GpuTest {};
+TEST_F(ScanReduceThenScanLarge, ScansTwoTo28PlusElements) {
+  expect_large(d08::scan_1_reduce_then_scan, kTodo9);
+}
+
+class ScanDecoupledLookback : public course::GpuTest {};
+TEST_F(ScanDecoupledLookback, HandlesEmptyAndOneElement) {
+  expect_empty_and_one(d08::scan_2_decoupled_lookback, kTodo10);
+}
+TEST_F(ScanDecoupledLookback, MatchesTheReferenceAtTileEdgesAndPrimes) {
+  expect_sizes(d08::scan_2_decoupled_lookback, kTodo10);
+}
+TEST_F(ScanDecoupledLookback, WrapsAroundLikeInt32) {
+  expect_wrap(d08::scan_2_decoupled_lookback, kTodo10);
+}
+
+// A look-back race (a status read too early, a value read apart from its flag) shows up only
+// sometimes: 20 runs of 4097 tiles, each compared exactly.
+TEST_F(ScanDecoupledLookback, IsExactOnTwentyRepeatsOfTwoTo24) {
+  constexpr int kRepeats = 20;
+  const std::int64_t n = (std::int64_t{1} << 24) + 17;
+  const auto x = small_ints(static_cast<std::size_t>(n), 815);
+  const auto want = ref::inclusive_scan_wrapping(x);
+  DeviceBuffer<std::int32_t> dx(x), dy(x.size());
+  DeviceBuffer<char> temp(d08::scan_temp_bytes(n));
+  for (int run = 0; run < kRepeats; ++run) {
+    dy.poison();
+    COURSE_CUDA_CHECK(cudaMemset(temp.data(), 0xab, temp.bytes()));
+    d08::scan_2_decoupled_lookback(dx.data(), dy.data(), n, temp.data(), temp.bytes());
+    COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::string problem = scan_problem(dy.download(), want, "y", kTodo10);
+    if (!problem.empty()) {
+      ADD_FAILURE() << "run " << run + 1 << " of " << kRepeats
+                    << " (a wrong run after right ones is a race in the look-back: is every "
+                       "status word read and written whole, atomically, in one 64-bit access?): "
+                    << problem;
+      return;
+    }
+  }
+}
+
+class ScanDecoupledLookbackLarge : public course::GpuTest {};
+TEST_F(ScanDecoupledLookbackLarge, ScansTwoTo28PlusElements) {
+  expect_large(d08::scan_2_decoupled_lookback, kTodo10);
+}
+
+// ================================================================ Part 2: sampling (d08.11-12)
+using d08::Filter;
+using d08::SamplingParams;
+
+// How far a float32 kernel's sums may be from the float64 reference's (lab.h lets the GPU sum
+// in float32): a running sum of up to 2^17 probabilities, in chunks and trees, is within a few
+// hundred roundings of 2^-24 of the exact one; 3e-5 (of the row's mass) covers that with room.
+constexpr double kSumTolerance = 3e-5;
+
+// `batch` rows of `vocab` probabilities: the softmax of normal logits (stddev `spread`), computed
+// in float64 and rounded to float32, as an LLM's last layer gives them.
+std::vector<float> softmax_rows(std::int64_t batch, std::int64_t vocab, std::uint64_t salt,
+                                double spread) {
+  const auto logits = course::random_normal<double>(static_cast<std::size_t>(batch * vocab),
+                                                    course::seed_for(salt), 0.0, spread);
+  std::vector<float> probs(logits.size());
+  for (std::int64_t r = 0; r < batch; ++r) {
+    const double* l = logits.data() + r * vocab;
+    const double m = *std::max_element(l, l + vocab);
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < vocab; ++i) sum += std::exp(l[i] - m);
+    for (std::int64_t i = 0; i < vocab; ++i)
+      probs[static_cast<std::size_t>(r * vocab + i)] = static_cast<float>(std::exp(l[i] - m) / sum);
+  }
+  return probs;
+}
+
+ref::Threshold threshold_of(const float* row, std::int64_t vocab, const SamplingParams& params) {
+  const auto v = static_cast<std::size_t>(vocab);
+  switch (params.filter) {
+    case Filter::kMinP:
+      return ref::min_p_threshold(row, v, params.min_p);
+    case Filter::kTopK:
+      return ref::top_k_threshold(row, v, params.top_k);
+    case Filter::kTopP:
+      return ref::top_p_threshold(row, v, params.top_p, kSumTolerance);
+  }
+  return {};
+}
+
+const char* todo_of(Filter f) {
+  return f == Filter::kMinP ? "TODO d08.11: min_p * the row's maximum, then the draw"
+                            : "TODO d08.12: the pivot search for the threshold (after d08.11)";
+}
+
+std::vector<std::int32_t> run_sampling(const std::vector<float>& probs, std::int64_t batch,
+                                       std::int64_t vocab, const SamplingParams& params,
+                                       std::uint64_t seed, std::uint64_t draw) {
+  DeviceBuffer<float> dprobs(probs);
+  DeviceBuffer<std::int32_t> tokens(static_cast<std::size_t>(batch));
+  tokens.poison();
+  d08::sample_1_pivot(dprobs.data(), batch, vocab, params, seed, draw, tokens.data());
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  return tokens.download();
+}
+
+// Every row's token is checked: inside the allowed set always, and equal to the float64
+// reference's wherever neither the set nor the draw is within the rounding tolerance of a
+// boundary. Reports up to three rows.
+void expect_tokens(const std::vector<float>& probs, std::int64_t batch, std::int64_t vocab,
+                   const SamplingParams& params, std::uint64_t seed, std::uint64_t draw) {
+  const auto got = run_sampling(probs, batch, vocab, params, seed, draw);
+  int reported = 0;
+  for (std::int64_t r = 0; r < batch && reported < 3; ++r) {
+    const float* row = probs.data() + r * vocab;
+    const std::int32_t token = got[static_cast<std::size_t>(r)];
+    const ref::Threshold t = threshold_of(row, vocab, params);
+    const float u = d08::sampling_uniform(seed, static_cast<std::uint64_t>(r), draw);
+    std::int64_t exact = -1;
+    const auto candidates = ref::draw_candidates(row, static_cast<std::size_t>(vocab), t.exact, u,
+                                                 kSumTolerance, &exact);
+    std::ostringstream msg;
+    msg << d08::filter_name(params.filter) << ", row " << r << " of " << batch << " (vocab "
+        << vocab << "): ";
+    if (course::DType<std::int32_t>::is_poison(token)) {
+      msg << "tokens[" << r << "] was never written";
+    } else if (token == -1) {
+      msg << "tokens[" << r << "] is -1: no token was drawn";
+    } else if (token < 0 || token >= vocab) {
+      msg << "token " << token << " is not in [0, vocab)";
+    } else if (!(row[token] >= t.lenient)) {
+      msg << "token " << token << " has probability " << row[token] << ", below the threshold "
+          << t.exact << ": it is outside the allowed set";
+    } else if (t.certain() &&
+               std::find(candidates.begin(), candidates.end(), token) == candidates.end()) {
+      msg << "drew token " << token << " (p = " << row[token] << "), expected token " << exact
+          << " (p = " << row[exact] << ") for u = " << u
+          << ": the first token, in vocabulary order, whose running sum of allowed "
+             "probabilities exceeds u * (their total); is the uniform sampling_uniform(seed, "
+             "row, draw)?";
+    } else {
+      continue;
+    }
+    ++reported;
+    ADD_FAILURE() << msg.str() << " (" << todo_of(params.filter) << ", lesson 8 §13)"
+                  << course::seed_hint();
+  }
+}
+
+const std::int64_t kVocabs[] = {1, 7, 1000, 32771, 131072};
+
+void expect_all_vocabs(const SamplingParams& params, std::uint64_t salt) {
+  for (const std::int64_t vocab : kVocabs) {
+    SCOPED_TRACE("vocab = " + std::to_string(vocab));
+    const std::int64_t batch = vocab >= 32771 ? 6 : 33;
+    const auto probs = softmax_rows(batch, vocab, salt + static_cast<std::uint64_t>(vocab), 2.0);
+    expect_tokens(probs, batch, vocab, params, course::seed_for(salt + 1), 3);
+  }
+}
+
+// The critical value of the chi-square distribution with `df` degrees of freedom for a false
+// alarm probability of 1e-6 (Wilson-Hilferty's cube-root normal approximation, within a few per
+// cent there for df >= 3; z = 4.7534 is the standard normal's upper 1e-6 quantile). At 1e-6 a
+// correct kernel fails this test once in a million runs: not flaky; a wrong distribution (a
+// draw that ignores the renormalisation, a set one token too large) is far beyond it.
+double chi_square_critical(int df) {
+  constexpr double kZ = 4.7534;
+  const double a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + kZ * std::sqrt(a), 3.0);
+}
+
+// kDraws copies of one row (vocab 50), one draw each (Philox gives every row its own uniform):
+// the counts of every token against kDraws * p / M for the allowed tokens (bins with fewer
+// than 5 expected merged into one), and no token outside the set.
+void expect_distribution(const SamplingParams& params, std::uint64_t salt) {
+  constexpr std::int64_t kDraws = 20000, kVocab = 50;
+  std::vector<float> row;
+  ref::Threshold t;
+  for (std::uint64_t attempt = 0;; ++attempt) {  // a row whose allowed set is certain
+    row = softmax_rows(1, kVocab, salt + 7 * attempt, 1.5);
+    t = threshold_of(row.data(), kVocab, params);
+    if (t.certain()) break;
+  }
+  std::vector<float> probs;
+  for (std::int64_t r = 0; r < kDraws; ++r) probs.insert(probs.end(), row.begin(), row.end());
+  const auto got = run_sampling(probs, kDraws, kVocab, params, course::seed_for(salt + 1), 0);
+  std::vector<double> counts(kVocab, 0.0);
+  for (const std::int32_t token : got) {
+    if (token < 0 || token >= kVocab) {
+      ADD_FAILURE() << d08::filter_name(params.filter) << ": a token is " << token
+                    << (token == -1 ? " (not drawn)" : "") << " (" << todo_of(params.filter) << ")";
+      return;
+    }
+    if (!(row[static_cast<std::size_t>(token)] >= t.exact)) {
+      ADD_FAILURE() << d08::filter_name(params.filter) << ": token " << token
+                    << " is outside the allowed set (p = " << row[static_cast<std::size_t>(token)]
+                    << " < threshold " << t.exact << ") (" << todo_of(params.filter) << ")";
+      return;
+    }
+    counts[static_cast<std::size_t>(token)] += 1.0;
+  }
+  double mass = 0.0;
+  for (const float p : row)
+    if (p >= t.exact) mass += p;
+  double chi2 = 0.0, merged_expected = 0.0, merged_count = 0.0;
+  int bins = 0;
+  for (std::int64_t i = 0; i < kVocab; ++i) {
+    const double p = row[static_cast<std::size_t>(i)];
+    if (!(p >= t.exact)) continue;
+    const double expected = kDraws * p / mass;
+    if (expected < 5.0) {
+      merged_expected += expected;
+      merged_count += counts[static_cast<std::size_t>(i)];
+      continue;
+    }
+    chi2 += (counts[static_cast<std::size_t>(i)] - expected) *
+            (counts[static_cast<std::size_t>(i)] - expected) / expected;
+    ++bins;
+  }
+  if (merged_expected > 0.0) {
+    chi2 += (merged_count - merged_expected) * (merged_count - merged_expected) / merged_expected;
+    ++bins;
+  }
+  if (bins < 2) return;  // one outcome: nothing to compare
+  const double critical = chi_square_critical(std::max(bins - 1, 3));
+  EXPECT_LE(chi2, critical) << d08::filter_name(params.filter) << ": over " << kDraws
+                            << " draws the tokens do not follow p / M over the allowed set "
+                               "(chi-square "
+                            << chi2 << " with " << bins - 1 << " degrees of freedom, limit "
+                            << critical << " at p = 1e-6): is every row's uniform its own "
+                            << "(sampling_uniform(seed, row, draw)), and u multiplied by the "
+                               "allowed mass M? ("
+                            << todo_of(params.filter) << ")" << course::seed_hint();
+}
+
+class SamplingMinP : public course::GpuTest {};
+TEST_F(SamplingMinP, DrawsInsideTheSetAndMatchesTheReference) {
+  SamplingParams params;
+  params.filter = Filter::kMinP;
+  params.min_p = 0.1f;
+  expect_all_vocabs(params, 900);
+}
+TEST_F(SamplingMinP, KeepsEveryTokenWithMinPZeroAndOnlyTheMaxWithOne) {
+  SamplingParams params;
+  params.filter = Filter::kMinP;
+  for (const float min_p : {0.0f, 1.0f}) {
+    params.min_p = min_p;
+    expect_tokens(softmax_rows(40, 1000, 910, 2.0), 40, 1000, params, course::seed_for(911), 5);
+  }
+}
+TEST_F(SamplingMinP, FollowsTheRenormalisedDistribution) {
+  SamplingParams params;
+  params.filter = Filter::kMinP;
+  params.min_p = 0.05f;
+  expect_distribution(params, 920);
+}
+
+class SamplingTopK : public course::GpuTest {};
+TEST_F(SamplingTopK, DrawsInsideTheSetAndMatchesTheReference) {
+  SamplingParams params;
+  params.filter = Filter::kTopK;
+  for (const int k : {1, 5, 50, 1000}) {
+    params.top_k = k;
+    SCOPED_TRACE("top_k = " + std::to_string(k));
+    expect_all_vocabs(params, 1000 + static_cast<std::uint64_t>(k));
+  }
+}
+// lab.h: top-k keeps every token equal to the k-th largest probability. Tokens 0-3 hold 0.1,
+// tokens 10-17 hold 0.05, the others share the rest: with k = 6 all 12 are allowed (a kernel
+// that breaks ties by index would keep only tokens 10 and 11 of the eight).
+TEST_F(SamplingTopK, KeepsEveryTokenTiedWithTheKth) {
+  constexpr std::int64_t kVocab = 64, kRows = 2000;
+  std::vector<float> row(kVocab, 0.2f / 52);
+  for (int i = 0; i < 4; ++i) row[i] = 0.1f;
+  for (int i = 10; i < 18; ++i) row[i] = 0.05f;
+  std::vector<float> probs;
+  for (std::int64_t r = 0; r < kRows; ++r) probs.insert(probs.end(), row.begin(), row.end());
+  SamplingParams params;
+  params.filter = Filter::kTopK;
+  params.top_k = 6;
+  expect_tokens(probs, kRows, kVocab, params, course::seed_for(1010), 0);
+  const auto got = run_sampling(probs, kRows, kVocab, params, course::seed_for(1010), 0);
+  const auto late_ties =
+      std::count_if(got.begin(), got.end(), [](std::int32_t t) { return t >= 12 && t < 18; });
+  EXPECT_GT(late_ties, 0) << "no draw of tokens 12-17, tied with the 6th largest probability: "
+                             "every tie of the k-th is allowed (lab.h, TODO d08.12)";
+}
+TEST_F(SamplingTopK, FollowsTheRenormalisedDistribution) {
+  SamplingParams params;
+  params.filter = Filter::kTopK;
+  params.top_k = 12;
+  expect_distribution(params, 1020);
+}
+
+class SamplingTopP : public course::GpuTest {};
+TEST_F(SamplingTopP, DrawsInsideTheSetAndMatchesTheReference) {
+  SamplingParams params;
+  params.filter = Filter::kTopP;
+  for (const float p : {0.01f, 0.5f, 0.9f, 1.0f}) {
+    params.top_p = p;
+    SCOPED_TRACE("top_p = " + std::to_string(p));
+    expect_all_vocabs(params, 1100 + static_cast<std::uint64_t>(p * 100));
+  }
+}
+TEST_F(SamplingTopP, FollowsTheRenormalisedDistribution) {
+  SamplingParams params;
+  params.filter = Filter::kTopP;
+  params.top_p = 0.8f;
+  expect_distribution(params, 1120);
+}
+// The same (seed, draw) gives the same tokens; the next draw gives others (Philox's counter).
+TEST_F(SamplingTopP, RepeatsASeedAndDrawExactlyAndMovesOnWithTheNextDraw) {
+  constexpr std::int64_t kBatch = 64, kVocab = 1000;
+  const auto probs = softmax_rows(kBatch, kVocab, 1130, 1.0);
+  SamplingParams params;
+  params.filter = Filter::kTopP;
+  params.top_p = 0.9f;
+  const std::uint64_t seed = course::seed_for(1131);
+  const auto first = run_sampling(probs, kBatch, kVocab, params, seed, 7);
+  const auto again = run_sampling(probs, kBatch, kVocab, params, seed, 7);
+  const auto next = run_sampling(probs, kBatch, kVocab, params, seed, 8);
+  EXPECT_EQ(first, again) << "two calls with the same seed and draw gave different tokens: the "
+                             "sampling must be deterministic (TODO d08.11, d08.12)";
+  const auto same = std::inner_product(first.begin(), first.end(), next.begin(), 0, std::plus<>(),
+                                       std::equal_to<>());
+  EXPECT_LT(same, kBatch / 2) << same << " of " << kBatch
+                              << " rows drew the same token for draw 7 and draw 8: the uniform "
+                                 "must come from sampling_uniform(seed, row, draw) (TODO d08.11)";
+  if (first[0] == -1 || course::DType<std::int32_t>::is_poison(first[0]))
+    ADD_FAILURE() << "no token was drawn (TODO d08.11)";
 }
 
 }  // namespace

@@ -1,12 +1,22 @@
-// Day 8, part 1 — reference solution: a caching device memory pool (lesson 8 §1-§6).
-// One mutex guards everything; blocks are cut from segments, kept in per-pool free lists
-// ordered by (stream, size, address) so that best fit is one lower_bound, and merged with
-// their cached neighbours when they come back.
+// Day 8 — reference solution. Part 1: a caching device memory pool (lesson 8 §1-§6). One mutex
+// guards everything; blocks are cut from segments, kept in per-pool free lists ordered by
+// (stream, size, address) so that best fit is one lower_bound, and merged with their cached
+// neighbours when they come back. Part 2 (lesson 8 §10-§14): a tile scan with CUB's block
+// primitives, reduce-then-scan, the one-pass decoupled look-back scan, and sampling (min-p,
+// top-k, top-p) with a pivot search instead of a sort.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
+#include <cuda/atomic>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -16,6 +26,7 @@
 #include <vector>
 
 #include "course/check.h"
+#include "course/warp.cuh"
 #include "lab.h"
 
 namespace d08 {
@@ -422,6 +433,521 @@ std::size_t CachingPool::Impl::release_cached_segments() {
     delete block;
   }
   return released;
+}
+
+// =============================================================================================
+// Part 2 — CUB's block primitives and a device-wide scan (lesson §10, §11).
+//
+// Every scan kernel works on tiles of kScanTile = kScanThreads x kScanItems int32 elements: one
+// block per tile, thread t holding the kScanItems consecutive elements t * kScanItems ... of its
+// tile in registers ("blocked" arrangement). The sums are uint32, which wraps exactly like int32
+// is asked to (signed overflow would be undefined behaviour in C++).
+using ScanLoad =
+    cub::BlockLoad<std::int32_t, kScanThreads, kScanItems, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+using ScanStore =
+    cub::BlockStore<std::int32_t, kScanThreads, kScanItems, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+using ScanBlockScan = cub::BlockScan<std::uint32_t, kScanThreads>;
+using ScanBlockReduce = cub::BlockReduce<std::uint32_t, kScanThreads>;
+
+// One block's shared memory for any of the primitives above: they are used one after the
+// other, with a barrier between, so they can share it (lesson §10.2).
+union ScanTileStorage {
+  ScanLoad::TempStorage load;
+  ScanStore::TempStorage store;
+  ScanBlockScan::TempStorage scan;
+  ScanBlockReduce::TempStorage reduce;
+};
+
+// How many elements of tile `tile` exist (kScanTile except in the last tile).
+__device__ __forceinline__ int tile_valid(std::int64_t tile, std::int64_t n) {
+  const std::int64_t left = n - tile * kScanTile;
+  return left < kScanTile ? static_cast<int>(left) : kScanTile;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 8 — a tile with CUB's block primitives (lesson §10.2). load_and_scan_tile: the
+// inclusive scan of tile `tile` of x into items (blocked), its total returned to every thread;
+// store_tile: items + add written to the tile of y. Both end with the storage free for reuse.
+__device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* __restrict__ x,
+                                                            std::int64_t tile, int valid,
+                                                            std::uint32_t (&items)[kScanItems],
+                                                            ScanTileStorage& storage) {
+  // BlockLoad reads the tile coalesced (striped) and transposes it through shared memory into
+  // the blocked arrangement a scan needs; a partial tile reads only its `valid` elements.
+  std::int32_t loaded[kScanItems];
+  const std::int32_t* tile_x = x + tile * kScanTile;
+  if (valid == kScanTile) {
+    ScanLoad(storage.load).Load(tile_x, loaded);
+  } else {
+    ScanLoad(storage.load).Load(tile_x, loaded, valid, 0);
+  }
+  __syncthreads();  // storage.load -> storage.scan
+#pragma unroll
+  for (int j = 0; j < kScanItems; ++j) items[j] = static_cast<std::uint32_t>(loaded[j]);
+  std::uint32_t total;
+  ScanBlockScan(storage.scan).InclusiveSum(items, items, total);
+  __syncthreads();  // storage.scan -> whatever comes next
+  return total;
+}
+
+__device__ __forceinline__ void store_tile(std::int32_t* __restrict__ y, std::int64_t tile,
+                                           int valid, const std::uint32_t (&items)[kScanItems],
+                                           std::uint32_t add, ScanTileStorage& storage) {
+  std::int32_t out[kScanItems];
+#pragma unroll
+  for (int j = 0; j < kScanItems; ++j) out[j] = static_cast<std::int32_t>(items[j] + add);
+  std::int32_t* tile_y = y + tile * kScanTile;
+  if (valid == kScanTile) {
+    ScanStore(storage.store).Store(tile_y, out);
+  } else {
+    ScanStore(storage.store).Store(tile_y, out, valid);
+  }
+  __syncthreads();  // storage.store -> whatever comes next
+}
+
+// One block per tile: the tile's own scan and its total.
+__global__ void __launch_bounds__(kScanThreads)
+    scan_tiles_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ y,
+                      std::int32_t* __restrict__ tile_sums, std::int64_t n) {
+  __shared__ ScanTileStorage storage;
+  const std::int64_t tile = blockIdx.x;
+  const int valid = tile_valid(tile, n);
+  std::uint32_t items[kScanItems];
+  const std::uint32_t total = load_and_scan_tile(x, tile, valid, items, storage);
+  store_tile(y, tile, valid, items, 0, storage);
+  if (threadIdx.x == 0) tile_sums[tile] = static_cast<std::int32_t>(total);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 9 — reduce-then-scan (lesson §11.2). Pass 1 reduces every tile to its total, pass 2
+// (one block) scans the totals, pass 3 scans every tile again, starting from the totals of the
+// tiles before it. x is read twice: 3 x 4n bytes in all.
+__global__ void __launch_bounds__(kScanThreads)
+    scan_1_reduce_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ tile_sums,
+                         std::int64_t n) {
+  __shared__ ScanTileStorage storage;
+  const std::int64_t tile = blockIdx.x;
+  const int valid = tile_valid(tile, n);
+  std::int32_t loaded[kScanItems];
+  if (valid == kScanTile) {
+    ScanLoad(storage.load).Load(x + tile * kScanTile, loaded);
+  } else {
+    ScanLoad(storage.load).Load(x + tile * kScanTile, loaded, valid, 0);
+  }
+  __syncthreads();  // storage.load -> storage.reduce
+  std::uint32_t sum = 0;
+#pragma unroll
+  for (int j = 0; j < kScanItems; ++j) sum += static_cast<std::uint32_t>(loaded[j]);
+  const std::uint32_t total = ScanBlockReduce(storage.reduce).Sum(sum);  // valid in thread 0
+  if (threadIdx.x == 0) tile_sums[tile] = static_cast<std::int32_t>(total);
+}
+
+// One block walks over the tile totals kScanTile at a time, carrying the sum so far:
+// prefixes[t] = tile_sums[0] + ... + tile_sums[t] (inclusive).
+__global__ void __launch_bounds__(kScanThreads)
+    scan_1_spine_kernel(const std::int32_t* __restrict__ tile_sums,
+                        std::int32_t* __restrict__ prefixes, std::int64_t tiles) {
+  __shared__ ScanTileStorage storage;
+  std::uint32_t carry = 0;
+  for (std::int64_t chunk = 0; chunk * kScanTile < tiles; ++chunk) {
+    const int valid = tile_valid(chunk, tiles);
+    std::uint32_t items[kScanItems];
+    const std::uint32_t total = load_and_scan_tile(tile_sums, chunk, valid, items, storage);
+    store_tile(prefixes, chunk, valid, items, carry, storage);
+    carry += total;
+  }
+}
+
+__global__ void __launch_bounds__(kScanThreads)
+    scan_1_downsweep_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ y,
+                            const std::int32_t* __restrict__ prefixes, std::int64_t n) {
+  __shared__ ScanTileStorage storage;
+  const std::int64_t tile = blockIdx.x;
+  const int valid = tile_valid(tile, n);
+  std::uint32_t items[kScanItems];
+  load_and_scan_tile(x, tile, valid, items, storage);
+  const std::uint32_t before = tile == 0 ? 0u : static_cast<std::uint32_t>(prefixes[tile - 1]);
+  store_tile(y, tile, valid, items, before, storage);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 10 — one pass, decoupled look-back (lesson §11.3). Every tile publishes a 64-bit
+// status word: the flag in the high half (X: nothing yet, A: the tile's own total, P: the
+// inclusive prefix up to and including the tile), the value in the low half.
+constexpr std::uint32_t kFlagX = 0, kFlagA = 1, kFlagP = 2;
+
+__device__ __forceinline__ std::uint64_t pack_status(std::uint32_t flag, std::uint32_t value) {
+  return static_cast<std::uint64_t>(flag) << 32 | value;
+}
+__device__ __forceinline__ std::uint32_t status_flag(std::uint64_t s) {
+  return static_cast<std::uint32_t>(s >> 32);
+}
+__device__ __forceinline__ std::uint32_t status_value(std::uint64_t s) {
+  return static_cast<std::uint32_t>(s);
+}
+
+// NOTE: relaxed atomics are enough here, and not by luck. The flag and the value travel in ONE
+// aligned 64-bit word, written and read with single 64-bit atomic accesses (ST/LD.STRONG.GPU),
+// so a reader that sees the flag sees the value stored with it (single-copy atomicity), and the
+// look-back reads nothing else that the publishing tile wrote. Were the value in a separate
+// word, the writer would need a release (or __threadfence() between the two stores) and the
+// reader an acquire. The spin loop needs the atomic (or volatile) load: a plain load may be
+// hoisted out of the loop and spin forever on a stale register (lesson §11.4).
+__device__ __forceinline__ void publish(unsigned long long* status, std::int64_t tile,
+                                        std::uint32_t flag, std::uint32_t value) {
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> word(status[tile]);
+  word.store(pack_status(flag, value), cuda::memory_order_relaxed);
+}
+__device__ __forceinline__ std::uint64_t read_status(unsigned long long* status,
+                                                     std::int64_t tile) {
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> word(status[tile]);
+  return word.load(cuda::memory_order_relaxed);
+}
+
+// Warp 0 of tile `tile` (> 0) looks back 32 predecessors at a time: lane l waits until tile
+// end - 1 - l has published something, then the warp adds the values from the nearest tile up
+// to and including the first P it finds; with no P among them (all A), it adds all 32 and moves
+// 32 tiles further back. Tile 0 always publishes P, so the walk ends.
+__device__ std::uint32_t look_back(unsigned long long* status, std::int64_t tile) {
+  const int lane = static_cast<int>(threadIdx.x) % course::kWarpSize;
+  std::uint32_t prefix = 0;
+  for (std::int64_t end = tile;; end -= course::kWarpSize) {
+    const std::int64_t pred = end - 1 - lane;
+    // Past tile 0: an empty P. Never counted, as tile 0's own P is found first.
+    std::uint64_t s = pack_status(kFlagP, 0);
+    if (pred >= 0) {
+      do {
+        s = read_status(status, pred);
+      } while (status_flag(s) == kFlagX);
+    }
+    const unsigned p_lanes = __ballot_sync(course::kFullMask, status_flag(s) == kFlagP);
+    const int last = p_lanes != 0 ? __ffs(p_lanes) - 1 : course::kWarpSize - 1;
+    prefix += __reduce_add_sync(course::kFullMask, lane <= last ? status_value(s) : 0u);
+    if (p_lanes != 0) return prefix;
+  }
+}
+
+// Tiles are numbered by an atomic ticket, not by blockIdx.x: the hardware may start block 9
+// before block 3, and a tile must only wait for tiles that are already running (they took
+// their tickets earlier), or the look-back could wait for a block that cannot start.
+__global__ void __launch_bounds__(kScanThreads)
+    scan_2_decoupled_lookback_kernel(const std::int32_t* __restrict__ x,
+                                     std::int32_t* __restrict__ y, std::int64_t n,
+                                     unsigned long long* __restrict__ ticket,
+                                     unsigned long long* __restrict__ status) {
+  __shared__ ScanTileStorage storage;
+  __shared__ std::int64_t tile_shared;
+  __shared__ std::uint32_t prefix_shared;
+  if (threadIdx.x == 0) tile_shared = static_cast<std::int64_t>(atomicAdd(ticket, 1ull));
+  __syncthreads();
+  const std::int64_t tile = tile_shared;
+  const int valid = tile_valid(tile, n);
+  std::uint32_t items[kScanItems];
+  const std::uint32_t total = load_and_scan_tile(x, tile, valid, items, storage);
+  if (threadIdx.x < course::kWarpSize) {
+    // Publish the total at once (A) so that later tiles can go on before this one knows its
+    // prefix; once it does, publish the inclusive prefix (P), which ends their look-back here.
+    std::uint32_t prefix = 0;
+    if (tile == 0) {
+      if (threadIdx.x == 0) publish(status, 0, kFlagP, total);
+    } else {
+      if (threadIdx.x == 0) publish(status, tile, kFlagA, total);
+      prefix = look_back(status, tile);
+      if (threadIdx.x == 0) publish(status, tile, kFlagP, prefix + total);
+    }
+    if (threadIdx.x == 0) prefix_shared = prefix;
+  }
+  __syncthreads();
+  store_tile(y, tile, valid, items, prefix_shared, storage);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling (lesson §12-§14). One block of kSampleThreads per row; the row stays in L2 between
+// the passes (a 128k-token row is 512 KiB, a batch of 64 rows 32 MiB). The threshold first
+// (min-p: one max; top-k and top-p: the pivot search), then two passes of the draw.
+constexpr int kSampleThreads = 512;
+constexpr int kSampleItems = 16;  // consecutive elements per thread per chunk of the draw
+constexpr int kSampleChunk = kSampleThreads * kSampleItems;
+constexpr int kRadixBits = 8;  // the pivot search decides 8 bits of the threshold per pass
+constexpr int kRadixBins = 1 << kRadixBits;
+static_assert(32 % kRadixBits == 0 && kRadixBins <= kSampleThreads,
+              "one thread per bin, whole passes over the 32 bits of a float");
+// Top-p's weights in fixed point: p * 2^40, rounded to an integer. Integer sums are exact and
+// do not depend on the order of the atomics, so the threshold is the same on every run; a row
+// adding up to ~1 stays far below 2^64, and each rounding is at most 2^-41.
+constexpr double kMassScale = 1099511627776.0;  // 2^40
+
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return a > b ? a : b; }
+};
+struct MinOp {
+  __device__ int operator()(int a, int b) const { return a < b ? a : b; }
+};
+
+using SampleReduceFloat = cub::BlockReduce<float, kSampleThreads>;
+using SampleReduceInt = cub::BlockReduce<int, kSampleThreads>;
+using SampleScanFloat = cub::BlockScan<float, kSampleThreads>;
+using SampleScanWeight = cub::BlockScan<unsigned long long, kSampleThreads>;
+
+struct SampleStorage {
+  union {
+    SampleReduceFloat::TempStorage reduce_float;
+    SampleReduceInt::TempStorage reduce_int;
+    SampleScanFloat::TempStorage scan_float;
+    SampleScanWeight::TempStorage scan_weight;
+  };
+  unsigned bin_lo[kRadixBins];  // a bin's weight, low and high 32 bits (native 32-bit atomics)
+  unsigned bin_hi[kRadixBins];
+  std::uint32_t prefix;       // the bits of the threshold decided so far
+  unsigned long long target;  // the weight still to reach below them
+  int found;
+  float value;  // a float broadcast to the block
+  int token;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 11 — min-p and the draw (lesson §13.1, §13.3).
+__device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
+                         SampleStorage& storage) {
+  float m = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) m = fmaxf(m, row[i]);
+  m = SampleReduceFloat(storage.reduce_float).Reduce(m, MaxOp());  // in thread 0
+  if (threadIdx.x == 0) storage.value = m;
+  __syncthreads();
+  return storage.value;
+}
+
+// One pass over the row in chunks of kSampleChunk, thread t holding elements t * kSampleItems
+// ... of the chunk: the running sum of the allowed probabilities (p >= t) in vocabulary order.
+// With `target` < 0 it returns the total M (as a float); otherwise the first token whose
+// running sum exceeds `target` (else the last allowed token with p > 0). Both passes add the
+// same numbers in the same order, so the running sums of the second are those the first added.
+__device__ float allowed_running_sum(const float* __restrict__ row, std::int64_t vocab,
+                                     float threshold, float target, int* token,
+                                     SampleStorage& storage) {
+  float carry = 0.0f;
+  int last_nonzero = -1;
+  for (std::int64_t base = 0; base < vocab; base += kSampleChunk) {
+    const std::int64_t first = base + static_cast<std::int64_t>(threadIdx.x) * kSampleItems;
+    float v[kSampleItems];
+    float own = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kSampleItems; ++j) {
+      const float p = first + j < vocab ? row[first + j] : 0.0f;
+      v[j] = p >= threshold ? p : 0.0f;
+      own += v[j];
+      if (v[j] > 0.0f) last_nonzero = static_cast<int>(first + j);
+    }
+    float before, chunk_total;
+    SampleScanFloat(storage.scan_float).ExclusiveSum(own, before, chunk_total);
+    __syncthreads();  // storage.scan_float -> storage.reduce_int
+    if (target >= 0.0f) {
+      int hit = INT_MAX;
+      float running = carry + before;
+#pragma unroll
+      for (int j = 0; j < kSampleItems; ++j) {
+        running += v[j];
+        if (hit == INT_MAX && v[j] > 0.0f && running > target) hit = static_cast<int>(first + j);
+      }
+      hit = SampleReduceInt(storage.reduce_int).Reduce(hit, MinOp());  // in thread 0
+      if (threadIdx.x == 0) storage.token = hit;
+      __syncthreads();
+      const int found = storage.token;
+      __syncthreads();  // everyone has read storage.token before the next chunk
+      if (found != INT_MAX) {
+        *token = found;
+        return carry;
+      }
+    }
+    carry += chunk_total;
+  }
+  if (target >= 0.0f) {
+    // Rounding kept every running sum <= target: the last allowed token with p > 0.
+    last_nonzero = -SampleReduceInt(storage.reduce_int).Reduce(-last_nonzero, MinOp());
+    if (threadIdx.x == 0) storage.token = last_nonzero;
+    __syncthreads();
+    *token = storage.token;
+  }
+  return carry;
+}
+
+// The draw of lab.h: M, then the first token whose running sum exceeds u * M.
+__device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, float threshold,
+                          float u, SampleStorage& storage) {
+  int token = -1;
+  const float mass = allowed_running_sum(row, vocab, threshold, -1.0f, &token, storage);
+  // INVARIANT: u <= 1 - 2^-23, so u * M < M: some running sum exceeds it (up to rounding).
+  allowed_running_sum(row, vocab, threshold, __fmul_rn(u, mass), &token, storage);
+  return token;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 12 — the pivot search for top-k and top-p, without sorting (lesson §13.2). For
+// p >= 0 the float's bits, read as an unsigned integer, sort like the float. So the threshold
+// is found 8 bits at a time, from the top, like one digit of a radix sort: a histogram of the
+// next 8 bits among the elements that share the bits decided so far, weighted by 1 (top-k:
+// counts) or by p (top-p: mass), then a scan of the 256 bins from the largest down finds the
+// bin where the weight above reaches `target`. Four passes over the row, none of them a sort.
+// Returns the threshold, or 0 (keep everything) when the whole row weighs less than `target`.
+__device__ float pivot_search(const float* __restrict__ row, std::int64_t vocab, bool by_mass,
+                              unsigned long long target, SampleStorage& storage) {
+  std::uint32_t prefix = 0, mask = 0;
+  for (int shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
+    if (threadIdx.x < kRadixBins) storage.bin_lo[threadIdx.x] = storage.bin_hi[threadIdx.x] = 0;
+    if (threadIdx.x == 0) storage.found = 0;
+    __syncthreads();
+    for (std::int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) {
+      const float p = row[i];
+      const std::uint32_t key = __float_as_uint(p);
+      if ((key & mask) != prefix) continue;
+      const int bin = static_cast<int>(key >> shift) & (kRadixBins - 1);
+      const unsigned long long w = by_mass ? __double2ull_rn(p * kMassScale) : 1ull;
+      // A 64-bit add from two native 32-bit atomics: the low word's carry goes to the high word.
+      const auto lo = static_cast<unsigned>(w), hi = static_cast<unsigned>(w >> 32);
+      const unsigned old = atomicAdd(&storage.bin_lo[bin], lo);
+      const unsigned carry = old + lo < old ? 1u : 0u;
+      if (hi + carry != 0) atomicAdd(&storage.bin_hi[bin], hi + carry);
+    }
+    __syncthreads();
+    // Thread j holds bin 255 - j: an inclusive scan adds the bins from the largest down.
+    const int bin = kRadixBins - 1 - static_cast<int>(threadIdx.x);
+    const unsigned long long w =
+        bin >= 0
+            ? (static_cast<unsigned long long>(storage.bin_hi[bin]) << 32 | storage.bin_lo[bin])
+            : 0ull;
+    unsigned long long through;
+    SampleScanWeight(storage.scan_weight).InclusiveSum(w, through);
+    const unsigned long long above = through - w;
+    if (w > 0 && above < target && through >= target) {  // exactly one thread, if any
+      storage.prefix = prefix | static_cast<std::uint32_t>(bin) << shift;
+      storage.target = target - above;
+      storage.found = 1;
+    }
+    __syncthreads();
+    if (!storage.found) return 0.0f;  // the row weighs less than target: keep everything
+    prefix = storage.prefix;
+    target = storage.target;
+    mask |= static_cast<std::uint32_t>(kRadixBins - 1) << shift;
+    __syncthreads();  // everyone has read storage before the next pass resets it
+  }
+  return __uint_as_float(prefix);
+}
+
+// One block per row: the threshold of the filter, then the draw.
+__global__ void __launch_bounds__(kSampleThreads)
+    sample_1_pivot_kernel(const float* __restrict__ probs, std::int64_t vocab,
+                          SamplingParams params, unsigned long long top_p_target,
+                          std::uint64_t seed, std::uint64_t draw,
+                          std::int32_t* __restrict__ tokens) {
+  __shared__ SampleStorage storage;
+  const std::int64_t r = blockIdx.x;
+  const float* row = probs + r * vocab;
+  float threshold = 0.0f;
+  switch (params.filter) {
+    case Filter::kMinP:
+      threshold = __fmul_rn(params.min_p, row_max(row, vocab, storage));
+      break;
+    case Filter::kTopK:
+      if (params.top_k < vocab)
+        threshold =
+            pivot_search(row, vocab, false, static_cast<unsigned long long>(params.top_k), storage);
+      break;
+    case Filter::kTopP:
+      threshold = pivot_search(row, vocab, true, top_p_target, storage);
+      break;
+  }
+  const float u = sampling_uniform(seed, static_cast<std::uint64_t>(r), draw);
+  const int token = draw_token(row, vocab, threshold, u, storage);
+  if (threadIdx.x == 0) tokens[r] = token;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 2 launchers.
+namespace {
+// Tiles of n elements, checked to fit a grid.
+std::int64_t scan_tiles_of(std::int64_t n, const char* function) {
+  const std::int64_t tiles = course::ceil_div<std::int64_t>(n, kScanTile);
+  course::require(tiles <= std::numeric_limits<int>::max(),
+                  std::string(function) + ": n is too large for one grid of tiles");
+  return tiles;
+}
+
+void check_scan(const std::int32_t* x, const std::int32_t* y, std::int64_t n, const void* temp,
+                std::size_t temp_bytes, const char* function) {
+  const std::string f(function);
+  course::require(n >= 0, f + ": n must be >= 0");
+  if (n == 0) return;
+  course::require(x != nullptr && y != nullptr && temp != nullptr, f + ": null pointer");
+  course::require(temp_bytes >= scan_temp_bytes(n),
+                  f + ": temp_bytes is smaller than scan_temp_bytes(n)");
+  course::require(course::is_aligned(temp, 8), f + ": temp must be 8-byte aligned");
+}
+}  // namespace
+
+void scan_tiles(const std::int32_t* x, std::int32_t* y, std::int32_t* tile_sums, std::int64_t n) {
+  course::require(n >= 0, "scan_tiles: n must be >= 0");
+  if (n == 0) return;
+  course::require(x != nullptr && y != nullptr && tile_sums != nullptr, "scan_tiles: null pointer");
+  const std::int64_t tiles = scan_tiles_of(n, "scan_tiles");
+  scan_tiles_kernel<<<static_cast<unsigned>(tiles), kScanThreads>>>(x, y, tile_sums, n);
+  COURSE_LAUNCH_CHECK();
+}
+
+// Given: scan_1 keeps the tile totals and their inclusive prefixes (4 bytes each per tile),
+// scan_2 a ticket and one 8-byte status word per tile.
+std::size_t scan_temp_bytes(std::int64_t n) {
+  const std::int64_t tiles = n > 0 ? course::ceil_div<std::int64_t>(n, kScanTile) : 0;
+  return static_cast<std::size_t>(8 * (tiles + 1));
+}
+
+void scan_1_reduce_then_scan(const std::int32_t* x, std::int32_t* y, std::int64_t n, void* temp,
+                             std::size_t temp_bytes) {
+  check_scan(x, y, n, temp, temp_bytes, "scan_1_reduce_then_scan");
+  if (n == 0) return;
+  const std::int64_t tiles = scan_tiles_of(n, "scan_1_reduce_then_scan");
+  auto* tile_sums = static_cast<std::int32_t*>(temp);
+  std::int32_t* prefixes = tile_sums + tiles;
+  scan_1_reduce_kernel<<<static_cast<unsigned>(tiles), kScanThreads>>>(x, tile_sums, n);
+  COURSE_LAUNCH_CHECK();
+  scan_1_spine_kernel<<<1, kScanThreads>>>(tile_sums, prefixes, tiles);
+  COURSE_LAUNCH_CHECK();
+  scan_1_downsweep_kernel<<<static_cast<unsigned>(tiles), kScanThreads>>>(x, y, prefixes, n);
+  COURSE_LAUNCH_CHECK();
+}
+
+void scan_2_decoupled_lookback(const std::int32_t* x, std::int32_t* y, std::int64_t n, void* temp,
+                               std::size_t temp_bytes) {
+  check_scan(x, y, n, temp, temp_bytes, "scan_2_decoupled_lookback");
+  if (n == 0) return;
+  const std::int64_t tiles = scan_tiles_of(n, "scan_2_decoupled_lookback");
+  // Every status starts at X (0) and the ticket at 0: the memset is queued before the kernel,
+  // so the kernel sees it done (stream order).
+  auto* ticket = static_cast<unsigned long long*>(temp);
+  COURSE_CUDA_CHECK(cudaMemsetAsync(temp, 0, scan_temp_bytes(n)));
+  scan_2_decoupled_lookback_kernel<<<static_cast<unsigned>(tiles), kScanThreads>>>(x, y, n, ticket,
+                                                                                   ticket + 1);
+  COURSE_LAUNCH_CHECK();
+}
+
+void sample_1_pivot(const float* probs, std::int64_t batch, std::int64_t vocab,
+                    const SamplingParams& params, std::uint64_t seed, std::uint64_t draw,
+                    std::int32_t* tokens) {
+  course::require(batch >= 0 && batch <= std::numeric_limits<int>::max(),
+                  "sample_1_pivot: batch must be in [0, 2^31)");
+  course::require(vocab >= 1 && vocab <= kMaxVocab, "sample_1_pivot: vocab must be in [1, 2^30]");
+  course::require(params.filter != Filter::kTopK || params.top_k >= 1,
+                  "sample_1_pivot: top_k must be >= 1");
+  course::require(params.filter != Filter::kTopP || (params.top_p > 0.0f && params.top_p <= 1.0f),
+                  "sample_1_pivot: top_p must be in (0, 1]");
+  course::require(params.filter != Filter::kMinP || (params.min_p >= 0.0f && params.min_p <= 1.0f),
+                  "sample_1_pivot: min_p must be in [0, 1]");
+  if (batch == 0) return;
+  course::require(probs != nullptr && tokens != nullptr, "sample_1_pivot: null pointer");
+  const auto top_p_target =
+      static_cast<unsigned long long>(std::llround(static_cast<double>(params.top_p) * kMassScale));
+  sample_1_pivot_kernel<<<static_cast<unsigned>(batch), kSampleThreads>>>(
+      probs, vocab, params, top_p_target, seed, draw, tokens);
+  COURSE_LAUNCH_CHECK();
 }
 
 }  // namespace d08
