@@ -1,0 +1,46 @@
+// Given, not an exercise: cuBLAS on the GEMV of decoding, the vendor baseline of bench_d07.cu.
+//
+// y = W x as one cublasGemmEx: bfloat16 W and x, float32 y, float32 accumulation. cuBLAS is
+// column-major, so the row-major matrices are read as their transposes: W [N, K] row-major is
+// W^T [K, N] column-major (leading dimension K), x [batch, K] is x^T [K, batch], and y [batch, N]
+// row-major is y^T [N, batch] column-major = op(W^T) x^T with op = transpose. It lives in its own
+// small library linked into the benchmarks only (kernel.cu stays free of libraries).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "course/check.h"
+#include "lab.h"
+
+namespace d07 {
+
+namespace {
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string("gemv_0_cublas: ") + what + " failed with status " +
+                             std::to_string(static_cast<int>(status)));
+}
+}  // namespace
+
+void gemv_0_cublas(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
+                   int batch) {
+  course::require(N >= 0 && K >= 0 && batch >= 1, "gemv_0_cublas: bad shape");
+  course::require(N < (std::int64_t{1} << 31) && K < (std::int64_t{1} << 31),
+                  "gemv_0_cublas: N and K must be below 2^31");
+  if (N == 0) return;
+  static cublasHandle_t handle = [] {
+    cublasHandle_t h = nullptr;
+    check_cublas(cublasCreate(&h), "cublasCreate");
+    return h;
+  }();
+  const float alpha = 1.0f, beta = 0.0f;
+  const int n = static_cast<int>(N), k = static_cast<int>(K);
+  check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, batch, k, &alpha, W, CUDA_R_16BF,
+                            k, x, CUDA_R_16BF, k, &beta, y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+}
+
+}  // namespace d07

@@ -1,0 +1,346 @@
+// Day 7 tests. Each suite is one exercise of README.md (a suite named ExerciseSomething counts
+// toward Exercise). Outputs are poisoned before every run, so an element the kernel never wrote
+// is reported as such, and guard elements after every output must keep their poison. The
+// Hopper suites (GemvBulk, GemvTma) skip, saying why, on GPUs before compute capability 9.0.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "course/buffer.h"
+#include "course/device.h"
+#include "course/random.h"
+#include "course/reference/gemv.h"
+#include "course/testing.h"
+#include "lab.h"
+
+namespace {
+
+using course::bfloat16;
+using course::DeviceBuffer;
+namespace ref = course::reference;
+
+double bf16_to_double(bfloat16 v) { return course::to_double(v); }
+
+// Poisoned elements after (and, with an offset, before) every output: a write past the end of y
+// or before its start is reported as such.
+constexpr std::size_t kGuard = 16;
+
+template <class T>
+struct Guarded {
+  DeviceBuffer<T> buffer;
+  std::size_t offset = 0, size = 0;
+  Guarded(std::size_t n, std::size_t offset_elements)
+      : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
+    buffer.poison();
+  }
+  T* data() { return buffer.data() + offset; }
+  std::vector<T> download() const { return buffer.download(offset, size); }
+};
+
+template <class T>
+void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
+  const auto all = g.buffer.download();
+  for (std::size_t i = 0; i < g.offset; ++i)
+    if (!course::DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << g.offset - i << " before the start of " << what
+                    << " was written: an index went negative or an offset is wrong";
+      return;
+    }
+  for (std::size_t i = g.offset + g.size; i < all.size(); ++i)
+    if (!course::DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << i - (g.offset + g.size) << " past the end of " << what
+                    << " (of " << g.size << " elements) was written: check the bounds test of "
+                    << "the last chunk, row or block";
+      return;
+    }
+}
+
+// ---------------------------------------------------------------- Exercise 1: AsyncCopy
+using CopyFn = void (*)(const float*, float*, std::int64_t, int);
+struct CopyVariant {
+  const char* name;
+  CopyFn fn;
+  const char* todo;
+};
+const CopyVariant kCopyVariants[] = {
+    {"cuda_pipeline", d07::async_copy_1_cuda_pipeline, "TODO(d07.1a)"},
+    {"primitives", d07::async_copy_2_primitives, "TODO(d07.1b)"},
+    {"ptx", d07::async_copy_3_ptx, "TODO(d07.1c)"},
+};
+
+struct CopyCase {
+  CopyVariant variant;
+  int blocks;  // 0: the launcher's grid
+};
+void PrintTo(const CopyCase& c, std::ostream* os) {
+  *os << c.variant.name << " blocks=" << c.blocks;
+}
+std::vector<CopyCase> copy_cases() {
+  std::vector<CopyCase> cases;
+  for (const auto& v : kCopyVariants)
+    for (int blocks : {0, 1, 3}) cases.push_back({v, blocks});
+  return cases;
+}
+
+class AsyncCopy : public course::GpuTest, public ::testing::WithParamInterface<CopyCase> {};
+
+// Sizes: a lone float (only the tail), whole chunks, a chunk and a tail, one tile and a bit,
+// several tiles that do not divide among 1 or 3 blocks, and a large odd size.
+TEST_P(AsyncCopy, CopiesEveryFloatOfEverySize) {
+  const CopyCase c = GetParam();
+  for (std::int64_t n :
+       {std::int64_t{1}, std::int64_t{4}, std::int64_t{7}, std::int64_t{1024},
+        std::int64_t{4096 + 5}, std::int64_t{65537}, (std::int64_t{1} << 20) + 3}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const auto x = course::random_uniform<float>(static_cast<std::size_t>(n), course::seed_for(1));
+    DeviceBuffer<float> dx(x);
+    Guarded<float> y(static_cast<std::size_t>(n), 0);
+    c.variant.fn(dx.data(), y.data(), n, c.blocks);
+    course::CompareOptions options;
+    options.tolerance = {0.0, 0.0};  // a copy is exact
+    options.what = std::string("y (") + c.variant.todo + ")";
+    COURSE_EXPECT_MATCH(y.download(), course::as_doubles(x), options);
+    expect_guards_untouched(y, "y");
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Variants, AsyncCopy, ::testing::ValuesIn(copy_cases()),
+                         [](const ::testing::TestParamInfo<CopyCase>& info) {
+                           return std::string(info.param.variant.name) + "_blocks" +
+                                  std::to_string(info.param.blocks);
+                         });
+
+// ---------------------------------------------------------------- Exercises 2-6: the GEMV
+// How close: every product of two bfloat16 values is exact in float32 (8 + 8 significant bits),
+// so the only error is float32 accumulation: each lane adds up to K / 32 products in order, then
+// a tree over 32 lanes. That error grows like u * sqrt(terms) * |terms| in practice (u = 2^-24)
+// and is below 1e-5 of rms(y) for K = 16384; 1e-4 in norm and 1e-3 per element leaves room for
+// any summation order, while a dropped or repeated 16-byte chunk (8 of K terms) is off by ~2 %.
+constexpr course::Tolerance kGemvTolerance{1e-4, 1e-3};
+
+struct Shape {
+  std::int64_t N, K;
+  int batch;
+};
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << "N=" << s.N << " K=" << s.K << " batch=" << s.batch;
+}
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  return "N" + std::to_string(info.param.N) + "_K" + std::to_string(info.param.K) + "_batch" +
+         std::to_string(info.param.batch);
+}
+
+// N = 1 and primes; K = one chunk, a tile plus a chunk, not a multiple of the 512 tile (1000),
+// 8 x a prime, a long row; every batch bound (1, 4, 16) and values in between.
+const Shape kShapes[] = {{1, 8, 1},      {1, 16384, 1},   {7, 24, 1},      {13, 520, 2},
+                         {31, 1000, 3},  {127, 1016, 4},  {8, 1536, 5},    {33, 512, 8},
+                         {257, 4104, 9}, {61, 16424, 16}, {1021, 2048, 1}, {3, 72, 16},
+                         {4099, 256, 13}};
+
+using GemvFn =
+    std::function<void(const bfloat16*, const bfloat16*, float*, std::int64_t, std::int64_t, int)>;
+
+// Runs `gemv` on random W, x of this shape (y one float past a 16-byte boundary when
+// y_offset = 1) and compares with the float64 reference; `todo` names where to look.
+void expect_gemv_matches(const GemvFn& gemv, const Shape& s, const std::string& todo,
+                         std::size_t y_offset = 0) {
+  const auto W =
+      course::random_uniform<bfloat16>(static_cast<std::size_t>(s.N * s.K), course::seed_for(10));
+  const auto x = course::random_uniform<bfloat16>(static_cast<std::size_t>(s.batch * s.K),
+                                                  course::seed_for(11));
+  DeviceBuffer<bfloat16> dW(W), dx(x);
+  Guarded<float> y(static_cast<std::size_t>(s.batch * s.N), y_offset);
+  gemv(dW.data(), dx.data(), y.data(), s.N, s.K, s.batch);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto want = ref::gemv(W, x, static_cast<std::size_t>(s.N), static_cast<std::size_t>(s.K),
+                              static_cast<std::size_t>(s.batch), bf16_to_double);
+  course::CompareOptions options;
+  options.tolerance = kGemvTolerance;
+  options.cols = s.N;  // [batch, N]: a bad element is reported as [b, n]
+  options.what = "y [batch, N] (" + todo + ")";
+  COURSE_EXPECT_MATCH(y.download(), want, options);
+  expect_guards_untouched(y, "y");
+}
+
+// One fixture per exercise, each running the same checks on its own variant.
+class GemvTest : public course::GpuTest, public ::testing::WithParamInterface<Shape> {
+ protected:
+  virtual GemvFn variant() const = 0;
+  virtual std::string todo() const = 0;
+  void check(const Shape& s, std::size_t y_offset = 0) {
+    expect_gemv_matches(variant(), s, todo(), y_offset);
+  }
+  void check_every_batch() {
+    for (int batch = 1; batch <= d07::kMaxBatch; ++batch) {
+      SCOPED_TRACE("batch = " + std::to_string(batch));
+      check({37, 1032, batch}, 1);
+    }
+  }
+  void check_large() { check({4099, 16384, 1}); }
+};
+
+// The Hopper variants: skipped, with the reason, before compute capability 9.0; every call is
+// followed by check_mbarrier_timeouts(), so a stage that never completed fails with its message.
+class HopperGemvTest : public GemvTest {
+ protected:
+  void SetUp() override {
+    GemvTest::SetUp();
+    if (IsSkipped()) return;
+    const auto& facts = course::device_facts();
+    if (facts.cc_major < 9)
+      GTEST_SKIP() << "needs compute capability 9.0 (Hopper): cp.async.bulk, mbarrier "
+                      "transaction counts and TMA do not exist on "
+                   << facts.name << " (" << facts.cc_major << "." << facts.cc_minor << ")";
+  }
+};
+
+class GemvSync : public GemvTest {
+  GemvFn variant() const override { return d07::gemv_1_sync; }
+  std::string todo() const override { return "gemv_1_sync: TODO(d07.2)"; }
+};
+class GemvDoubleBuffer : public GemvTest {
+  GemvFn variant() const override { return d07::gemv_2_double_buffer; }
+  std::string todo() const override { return "gemv_2_double_buffer: TODO(d07.3)"; }
+};
+class GemvMultistage : public GemvTest {
+ protected:
+  int stages = d07::kDefaultStages;
+  GemvFn variant() const override {
+    const int s = stages;
+    return [s](const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
+               int batch) { d07::gemv_3_multistage(W, x, y, N, K, batch, s); };
+  }
+  std::string todo() const override {
+    return "gemv_3_multistage with " + std::to_string(stages) + " stages: TODO(d07.4)";
+  }
+};
+class GemvBulk : public HopperGemvTest {
+  GemvFn variant() const override {
+    return [](const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
+              int batch) {
+      d07::gemv_4_bulk(W, x, y, N, K, batch);
+      d07::check_mbarrier_timeouts();
+    };
+  }
+  std::string todo() const override { return "gemv_4_bulk: TODO(d07.5)"; }
+};
+class GemvTma : public HopperGemvTest {
+  GemvFn variant() const override {
+    return [](const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
+              int batch) {
+      d07::gemv_5_tma(W, x, y, N, K, batch);
+      d07::check_mbarrier_timeouts();
+    };
+  }
+  std::string todo() const override { return "gemv_5_tma: TODO(d07.6)"; }
+};
+
+TEST_P(GemvSync, MatchesTheReference) { check(GetParam()); }
+TEST_F(GemvSync, HandlesEveryBatchFrom1To16) { check_every_batch(); }
+TEST_F(GemvSync, HandlesALargeMatrix) { check_large(); }
+
+TEST_P(GemvDoubleBuffer, MatchesTheReference) { check(GetParam()); }
+TEST_F(GemvDoubleBuffer, HandlesEveryBatchFrom1To16) { check_every_batch(); }
+TEST_F(GemvDoubleBuffer, HandlesALargeMatrix) { check_large(); }
+
+TEST_P(GemvMultistage, MatchesTheReference) { check(GetParam()); }
+TEST_F(GemvMultistage, HandlesEveryBatchFrom1To16) { check_every_batch(); }
+TEST_F(GemvMultistage, HandlesALargeMatrix) { check_large(); }
+// Every compiled ring size, on rows of fewer tiles than stages (K = 1000: 2 tiles) and more.
+TEST_F(GemvMultistage, WorksForEveryRingSize) {
+  for (int s : d07::kMultistageStages) {
+    stages = s;
+    SCOPED_TRACE("stages = " + std::to_string(s));
+    check({29, 1000, 3});
+    check({67, 8 * 1031, 16});
+  }
+}
+
+TEST_P(GemvBulk, MatchesTheReference) { check(GetParam()); }
+TEST_F(GemvBulk, HandlesEveryBatchFrom1To16) { check_every_batch(); }
+TEST_F(GemvBulk, HandlesALargeMatrix) { check_large(); }
+
+TEST_P(GemvTma, MatchesTheReference) { check(GetParam()); }
+TEST_F(GemvTma, HandlesEveryBatchFrom1To16) { check_every_batch(); }
+TEST_F(GemvTma, HandlesALargeMatrix) { check_large(); }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvSync, ::testing::ValuesIn(kShapes), shape_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvDoubleBuffer, ::testing::ValuesIn(kShapes), shape_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvMultistage, ::testing::ValuesIn(kShapes), shape_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvBulk, ::testing::ValuesIn(kShapes), shape_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvTma, ::testing::ValuesIn(kShapes), shape_name);
+
+// ---------------------------------------------------------------- the bounded mbarrier wait
+// A stage that expects more bytes than its copies deliver never completes. The kernel must give
+// up after d07::kMbarrierTimeoutNs and check_mbarrier_timeouts() must say so, instead of the test
+// hanging until the runner kills it; and the next, correct, call must work again.
+void expect_timeout_reported(const char* name,
+                             void (*gemv)(const bfloat16*, const bfloat16*, float*, std::int64_t,
+                                          std::int64_t, int, int),
+                             const std::string& todo) {
+  const Shape s{16, 1024, 2};
+  const auto W =
+      course::random_uniform<bfloat16>(static_cast<std::size_t>(s.N * s.K), course::seed_for(20));
+  const auto x = course::random_uniform<bfloat16>(static_cast<std::size_t>(s.batch * s.K),
+                                                  course::seed_for(21));
+  DeviceBuffer<bfloat16> dW(W), dx(x);
+  DeviceBuffer<float> y(static_cast<std::size_t>(s.batch * s.N));
+  y.poison();
+  constexpr int kExtraBytes = 16;  // one chunk more than the copies deliver
+  std::string message;
+  try {
+    gemv(dW.data(), dx.data(), y.data(), s.N, s.K, s.batch, kExtraBytes);
+    d07::check_mbarrier_timeouts();
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("never completed"), std::string::npos)
+      << name << " was told to expect " << kExtraBytes
+      << " bytes more than its copies deliver, so its first stage can never complete; the "
+         "kernel must wait on it with the given mbarrier_wait_bounded and return when that gives "
+         "up ("
+      << todo << "), so that check_mbarrier_timeouts() reports it; but it "
+      << (message.empty() ? "reported nothing" : "said: " + message);
+  // The error is cleared and the kernel works again with the right count.
+  expect_gemv_matches(
+      [gemv](const bfloat16* w, const bfloat16* xx, float* yy, std::int64_t N, std::int64_t K,
+             int batch) {
+        gemv(w, xx, yy, N, K, batch, 0);
+        d07::check_mbarrier_timeouts();
+      },
+      s, todo);
+}
+
+class GemvBulkTimeout : public HopperGemvTest {
+  GemvFn variant() const override { return {}; }
+  std::string todo() const override { return {}; }
+};
+TEST_F(GemvBulkTimeout, ReportsAWrongTransactionCountInsteadOfHanging) {
+  expect_timeout_reported("gemv_4_bulk", d07::gemv_4_bulk, "gemv_4_bulk: TODO(d07.5)");
+}
+class GemvTmaTimeout : public GemvBulkTimeout {};
+TEST_F(GemvTmaTimeout, ReportsAWrongTransactionCountInsteadOfHanging) {
+  expect_timeout_reported("gemv_5_tma", d07::gemv_5_tma, "gemv_5_tma: TODO(d07.6)");
+}
+
+// ---------------------------------------------------------------- host: the transaction count
+// No GPU needed: the bytes one stage of gemv_4_bulk announces with arrive.expect_tx.
+TEST(GemvBulkStageBytes, CountsEveryRowSegmentAndEveryXRow) {
+  const std::int64_t got_full = d07::bulk_stage_bytes(8, 1, 64);
+  ASSERT_NE(got_full, -1) << "bulk_stage_bytes returned -1: not written yet (TODO(d07.5a))";
+  EXPECT_EQ(got_full, (8 + 1) * 64 * 16)
+      << "a full tile of 8 rows and 1 x row, 64 chunks of 16 bytes each: (8 + 1) * 64 * 16 "
+         "bytes (lesson §6.2)";
+  EXPECT_EQ(d07::bulk_stage_bytes(8, 16, 64), (8 + 16) * 64 * 16)
+      << "16 x rows: each is copied into the stage too";
+  EXPECT_EQ(d07::bulk_stage_bytes(8, 3, 5), (8 + 3) * 5 * 16)
+      << "the last tile of a row is partial: 5 chunks, not a whole tile";
+  EXPECT_EQ(d07::bulk_stage_bytes(3, 2, 64), (3 + 2) * 64 * 16)
+      << "the last block has only N % 8 rows: rows past N are not copied, so not expected";
+  EXPECT_EQ(d07::bulk_stage_bytes(1, 1, 1), 32) << "one chunk of W and one of x: 32 bytes";
+}
+
+}  // namespace
