@@ -36,8 +36,7 @@ void scan_cub(void* temp, std::size_t& temp_bytes, const std::int32_t* x, std::i
                   "scan_cub: n must be in [0, 2^31)");
   course::require(temp == nullptr || n == 0 || (x != nullptr && y != nullptr),
                   "scan_cub: null pointer");
-  COURSE_CUDA_CHECK(
-      cub::DeviceScan::InclusiveSum(temp, temp_bytes, x, y, static_cast<int>(n)));
+  COURSE_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, temp_bytes, x, y, static_cast<int>(n)));
   if (temp != nullptr) COURSE_LAUNCH_CHECK();
 }
 
@@ -117,8 +116,8 @@ __device__ float running_sum(const float* row, std::int64_t vocab, float thresho
 __global__ void __launch_bounds__(kThreads)
     sorted_threshold_and_draw_kernel(const float* __restrict__ probs,
                                      const float* __restrict__ sorted, std::int64_t vocab,
-                                     SamplingParams params, std::uint64_t seed,
-                                     std::uint64_t draw, std::int32_t* __restrict__ tokens) {
+                                     SamplingParams params, std::uint64_t seed, std::uint64_t draw,
+                                     std::int32_t* __restrict__ tokens) {
   __shared__ Storage storage;
   const std::int64_t r = blockIdx.x;
   const float* row = probs + r * vocab;
