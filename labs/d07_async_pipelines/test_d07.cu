@@ -60,6 +60,7 @@ void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
 }
 
 // ---------------------------------------------------------------- Exercise 1: AsyncCopy
+COURSE_POINTS(AsyncCopy, 10);
 using CopyFn = void (*)(const float*, float*, std::int64_t, int);
 struct CopyVariant {
   const char* name;
@@ -120,6 +121,13 @@ INSTANTIATE_TEST_SUITE_P(Variants, AsyncCopy, ::testing::ValuesIn(copy_cases()),
 // and is below 1e-5 of rms(y) for K = 16384; 1e-4 in norm and 1e-3 per element leaves room for
 // any summation order, while a dropped or repeated 16-byte chunk (8 of K terms) is off by ~2 %.
 constexpr course::Tolerance kGemvTolerance{1e-4, 1e-3};
+
+// Points: the synchronous GEMV, the double buffer, the ring, and the two Hopper variants.
+COURSE_POINTS(GemvSync, 10);
+COURSE_POINTS(GemvDoubleBuffer, 10);
+COURSE_POINTS(GemvMultistage, 15);
+COURSE_POINTS(GemvBulk, 15);
+COURSE_POINTS(GemvTma, 15);
 
 struct Shape {
   std::int64_t N, K;
