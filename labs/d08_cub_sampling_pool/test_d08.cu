@@ -741,8 +741,12 @@ TEST(CachingPoolThreads, EightThreadsKeepTheBooksBalancedAndNeverShareAByte) {
 // ================================================================ GPU: the same pool on CUDA
 class CachingPoolGpu : public course::GpuTest {};
 
-// A stream gated by the host: work queued after close() waits until open() (or the
+// A stream gated by the host: work queued after block() waits until open() (or the
 // destructor, so that a failed assertion never leaves a stream blocked).
+// NOTE: a kernel launched for the first time in the process is loaded then (CUDA's lazy
+// loading), and loading waits for the whole context to be idle: launched behind a closed gate,
+// it would wait for the gate, which the host, stuck in the launch, never opens. Launch every
+// kernel once before block(). (Seen on the H100, 2026-11-25: the test hung until its time limit.)
 class Gate {
  public:
   ~Gate() { open(); }
@@ -805,6 +809,8 @@ TEST_F(CachingPoolGpu, ReusesABlockAnotherStreamUsedOnlyAfterThatStreamFinished)
   Gate gate;  // declared last, so destroyed (and opened) first: nothing waits on it forever
   void* p = pool.allocate(4096, s1);
   void* fence = pool.allocate(4096, s1);
+  d08::fill_bytes(fence, 4096, 1, s1);  // loads fill_bytes' kernel before the gate (see Gate)
+  COURSE_CUDA_CHECK(cudaStreamSynchronize(s1));
   gate.block(s2);
   d08::fill_bytes(p, 4096, 7, s2);  // queued on s2 behind the gate: has not run
   pool.record_stream(p, s2);
