@@ -91,6 +91,9 @@ def load_mutants(path: Optional[Path] = None, root: Optional[Path] = None) -> Li
             raise MutantError(f"{where}: {m['file']} does not exist")
         if not m["find"]:
             raise MutantError(f"{where}: find is empty")
+        if "equivalent" in m and not (isinstance(m["equivalent"], str) and m["equivalent"]):
+            raise MutantError(f"{where}: equivalent must say why the compiled code is the "
+                              f"solution's (a non-empty string)")
     return mutants
 
 
@@ -251,6 +254,10 @@ def make_class(out: Path, mutants: List[dict], root: Optional[Path] = None) -> L
 def cmd_make_class(args: argparse.Namespace) -> int:
     out = Path(args.out_dir)
     mutants = select(load_mutants(Path(args.mutants)), args.only)
+    # An equivalent mutant compiles to the solution's machine code: grading it measures nothing.
+    for m in [m for m in mutants if m.get("equivalent")]:
+        print(f"left out {m['id']}: equivalent ({m['equivalent']})")
+    mutants = [m for m in mutants if not m.get("equivalent")]
     if out.exists() and any(out.iterdir()):
         print(f"{out} is not empty: give make-class a new folder", file=sys.stderr)
         return 2
@@ -279,7 +286,9 @@ def performance_points(entry: dict) -> Optional[float]:
 
 def score(gradebook: dict, mutants: List[dict]) -> List[dict]:
     """One verdict per mutant: {"id", "kind", "class", "day", "verdict", "detail"} with verdict
-    "caught", "missed" or "unknown" (not in the gradebook, not graded, no figures to compare)."""
+    "caught", "missed", "unknown" (not in the gradebook, not graded, no figures to compare) or
+    "equivalent" (the mutants file says the compiler turns it back into the solution: no test
+    can see it, so it is not counted either way)."""
     students = {s.get("student"): s for s in gradebook.get("students", []) or []}
     reference = students.get(REFERENCE_STUDENT)
     verdicts = []
@@ -287,6 +296,9 @@ def score(gradebook: dict, mutants: List[dict]) -> List[dict]:
         v = {"id": m["id"], "kind": m["kind"], "class": m["class"], "day": m["day"],
              "verdict": "unknown", "detail": ""}
         verdicts.append(v)
+        if m.get("equivalent"):
+            v["verdict"], v["detail"] = "equivalent", m["equivalent"]
+            continue
         student = students.get(m["id"])
         ref_day = day_entry(reference, m["day"]) if reference else None
         if reference is None:
@@ -327,11 +339,12 @@ def score(gradebook: dict, mutants: List[dict]) -> List[dict]:
 
 
 def totals(verdicts: List[dict], key: str) -> "OrderedDict[str, Dict[str, int]]":
-    """{group: {"caught", "missed", "unknown"}} for key = "kind" or "class", in first-seen order
-    of the groups sorted by name."""
+    """{group: {"caught", "missed", "unknown", "equivalent"}} for key = "kind" or "class", in
+    first-seen order of the groups sorted by name."""
     out: "OrderedDict[str, Dict[str, int]]" = OrderedDict()
     for v in sorted(verdicts, key=lambda v: v[key]):
-        out.setdefault(v[key], {"caught": 0, "missed": 0, "unknown": 0})[v["verdict"]] += 1
+        out.setdefault(v[key], {"caught": 0, "missed": 0, "unknown": 0,
+                                "equivalent": 0})[v["verdict"]] += 1
     return out
 
 
@@ -342,6 +355,8 @@ def rate(t: Dict[str, int]) -> str:
         text += f" ({100.0 * t['caught'] / judged:.0f}%)"
     if t["unknown"]:
         text += f", {t['unknown']} not judged"
+    if t.get("equivalent"):
+        text += f", {t['equivalent']} equivalent (not counted)"
     return text
 
 
@@ -349,7 +364,7 @@ def render(verdicts: List[dict]) -> str:
     lines = []
     width = max((len(v["id"]) for v in verdicts), default=10)
     for v in verdicts:
-        lines.append(f"{v['verdict']:8} {v['id']:{width}}  {v['kind']}/{v['class']}: {v['detail']}")
+        lines.append(f"{v['verdict']:10} {v['id']:{width}}  {v['kind']}/{v['class']}: {v['detail']}")
     lines.append("")
     lines.append("by kind:")
     for k, t in totals(verdicts, "kind").items():

@@ -333,7 +333,10 @@ void expect_compaction_matches(CompactFn compact, const char* todo, const std::v
       << ") holds kept elements: a lane that does not keep its element must not store.";
 }
 
-const std::int64_t kCompactSizes[] = {0, 1, 31, 33, 4097, 1000003};
+// 8388613: more than 1024 blocks' tiles, so that the block-offset scan of the three-launch
+// compaction walks its counts in several chunks (a barrier missing between two chunks is a race
+// that only this size, under racecheck, can show).
+const std::int64_t kCompactSizes[] = {0, 1, 31, 33, 4097, 1000003, 8388613};
 
 // Uniform inputs in [-1, 1) with a threshold that keeps none, all or about half of them.
 void expect_random_compaction_matches(CompactFn compact, const char* todo, std::int64_t n,

@@ -95,6 +95,7 @@ class LoadTest(unittest.TestCase):
                 ([mutant(day="d10")], "not a file of day d10"),
                 ([mutant(file="solutions/d09_gone/kernel.cu", day="d09")], "does not exist"),
                 ([{k: v for k, v in mutant().items() if k != "find"}], "missing find"),
+                ([mutant(equivalent="")], "equivalent must say why"),
             ]:
                 with self.subTest(message=message):
                     with self.assertRaisesRegex(mutants.MutantError, message):
@@ -199,13 +200,27 @@ class ScoreTest(unittest.TestCase):
     def test_totals_per_kind_and_class(self):
         verdicts = mutants.score(self.gradebook(), self.MUTANTS)
         by_kind = mutants.totals(verdicts, "kind")
-        self.assertEqual(by_kind["correctness"], {"caught": 1, "missed": 1, "unknown": 2})
-        self.assertEqual(by_kind["performance"], {"caught": 1, "missed": 1, "unknown": 0})
+        self.assertEqual(by_kind["correctness"],
+                         {"caught": 1, "missed": 1, "unknown": 2, "equivalent": 0})
+        self.assertEqual(by_kind["performance"],
+                         {"caught": 1, "missed": 1, "unknown": 0, "equivalent": 0})
         by_class = mutants.totals(verdicts, "class")
         self.assertEqual(by_class["uncoalesced"]["caught"], 1)
         text = mutants.render(verdicts)
         self.assertIn("1 of 2 caught (50%), 2 not judged", text)
-        self.assertIn("caught   lost-points", text)
+        self.assertIn("caught     lost-points", text)
+
+    def test_an_equivalent_mutant_is_neither_caught_nor_missed(self):
+        ms = [dict(m) for m in self.MUTANTS]
+        same = next(m for m in ms if m["id"] == "same-points")
+        same["equivalent"] = "the compiler sinks the discarded load under the bounds check"
+        verdicts = {v["id"]: v for v in mutants.score(self.gradebook(), ms)}
+        self.assertEqual(verdicts["same-points"]["verdict"], "equivalent")
+        self.assertIn("sinks the discarded load", verdicts["same-points"]["detail"])
+        t = mutants.totals(list(verdicts.values()), "kind")["correctness"]
+        self.assertEqual((t["caught"], t["missed"], t["equivalent"]), (1, 0, 1))
+        self.assertIn("1 of 1 caught (100%)", mutants.rate(t))
+        self.assertIn("1 equivalent (not counted)", mutants.rate(t))
 
     def test_without_the_reference_nothing_is_judged(self):
         book = self.gradebook()
