@@ -181,10 +181,14 @@ if want mutants; then
   log "grading the planted bugs (${MUTANTS:-correctness})"
   rm -rf "$out/mutants" "$out/mutant-grades"
   sel=${MUTANTS:-correctness}
-  ids=$(python3 - "$sel" <<'PY'
+  # With --days, only those days' mutants (and the reference's grading of those days alone).
+  ids=$(python3 - "$sel" "${only_days:+$days}" <<'PY'
 import json, sys
 sel = sys.argv[1].split()
 ms = json.load(open("tests/mutants/mutants.json"))
+if sys.argv[2].split():
+    ms = [m for m in ms if m["day"] in sys.argv[2].split()]
+ms = [m for m in ms if not m.get("equivalent")]
 if sel in (["correctness"], ["performance"]):
     ms = [m for m in ms if m["kind"] == sel[0]]
 elif sel != ["all"]:
@@ -196,8 +200,9 @@ PY
   [ "$sel" = correctness ] || nobench=""
   python3 tools/mutants.py make-class "$out/mutants" --only $ids
   start=$(date +%s)
+  grade_days=(); [ -n "$only_days" ] && grade_days=(--days "$(echo $days | tr " " ",")")
   "$bin/course" grade "$out/mutants" --out "$out/mutant-grades" --jobs 4 --test-timeout 20 \
-    $nobench >"$out/mutant-grade.log" 2>&1
+    $nobench "${grade_days[@]}" >"$out/mutant-grade.log" 2>&1
   echo "course grade exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
   python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" >"$out/mutants-score.txt" 2>&1
   echo "mutants score exit $?"; grep -vE "^caught" "$out/mutants-score.txt"
