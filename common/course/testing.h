@@ -10,10 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <vector>
 
+#include "course/buffer.h"
 #include "course/compare.h"
 #include "course/device.h"
 #include "course/random.h"
@@ -93,3 +96,48 @@ class GpuTest : public ::testing::Test {
     const ::course::Comparison course_cmp_ = ::course::compare((got), (ref), ##__VA_ARGS__); \
     if (!course_cmp_.ok) FAIL() << course_cmp_.message << ::course::seed_hint();             \
   } while (0)
+
+namespace course {
+
+// A device buffer with kGuard poisoned elements before and after the part a kernel gets:
+// data() is buffer + kGuard + offset_elements (offset 1 makes the pointer not 16-byte aligned),
+// and expect_guards_untouched() reports a write before the start or past the end in words.
+template <class T>
+struct Guarded {
+  static constexpr std::size_t kGuard = 16;
+  DeviceBuffer<T> buffer;
+  std::size_t offset = 0, size = 0;
+
+  Guarded(std::size_t n, std::size_t offset_elements)
+      : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
+    buffer.poison();
+  }
+  // A device copy of `host` in the middle of the poison.
+  Guarded(const std::vector<T>& host, std::size_t offset_elements)
+      : Guarded(host.size(), offset_elements) {
+    buffer.upload(host, offset);
+  }
+  T* data() { return buffer.data() + offset; }
+  std::vector<T> download() const { return buffer.download(offset, size); }
+};
+
+// The guard elements before and after `g` must still hold their poison.
+template <class T>
+void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
+  const auto all = g.buffer.download();
+  for (std::size_t i = 0; i < g.offset; ++i)
+    if (!DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << g.offset - i << " before the start of " << what
+                    << " was written: an index went negative or an offset is wrong";
+      return;
+    }
+  for (std::size_t i = g.offset + g.size; i < all.size(); ++i)
+    if (!DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << i - (g.offset + g.size) << " past the end of " << what
+                    << " (of " << g.size << " elements) was written: check the bounds test of "
+                    << "the last vectors, chunk or row, and of the last block";
+      return;
+    }
+}
+
+}  // namespace course

@@ -85,46 +85,8 @@ std::vector<T> to_dtype(const std::vector<double>& v) {
   return out;
 }
 
-// A device copy of `host` placed `offset` elements into a buffer with kGuard poisoned elements
-// on each side: data() + kGuard + offset is what the kernel gets. offset = 1 makes the pointer
-// not 16-byte aligned.
-constexpr std::size_t kGuard = 16;
-
-template <class T>
-struct Guarded {
-  DeviceBuffer<T> buffer;
-  std::size_t offset = 0, size = 0;
-
-  Guarded(std::size_t n, std::size_t offset_elements)
-      : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
-    buffer.poison();
-  }
-  Guarded(const std::vector<T>& host, std::size_t offset_elements)
-      : Guarded(host.size(), offset_elements) {
-    buffer.upload(host, offset);
-  }
-  T* data() { return buffer.data() + offset; }
-  std::vector<T> download() const { return buffer.download(offset, size); }
-};
-
-// The guard elements before and after an output must still hold their poison.
-template <class T>
-void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
-  const auto all = g.buffer.download();
-  for (std::size_t i = 0; i < g.offset; ++i)
-    if (!course::DType<T>::is_poison(all[i])) {
-      ADD_FAILURE() << "the element " << g.offset - i << " before the start of " << what
-                    << " was written: an index went negative or an offset is wrong";
-      return;
-    }
-  for (std::size_t i = g.offset + g.size; i < all.size(); ++i)
-    if (!course::DType<T>::is_poison(all[i])) {
-      ADD_FAILURE() << "the element " << i - (g.offset + g.size) << " past the end of " << what
-                    << " (of " << g.size << " elements) was written: check the bounds test of "
-                    << "the last vectors of a row, and of the last row";
-      return;
-    }
-}
+using course::expect_guards_untouched;
+using course::Guarded;
 
 void synchronize() { COURSE_CUDA_CHECK(cudaDeviceSynchronize()); }
 

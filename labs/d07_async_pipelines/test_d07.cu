@@ -25,39 +25,8 @@ namespace ref = course::reference;
 
 double bf16_to_double(bfloat16 v) { return course::to_double(v); }
 
-// Poisoned elements after (and, with an offset, before) every output: a write past the end of y
-// or before its start is reported as such.
-constexpr std::size_t kGuard = 16;
-
-template <class T>
-struct Guarded {
-  DeviceBuffer<T> buffer;
-  std::size_t offset = 0, size = 0;
-  Guarded(std::size_t n, std::size_t offset_elements)
-      : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
-    buffer.poison();
-  }
-  T* data() { return buffer.data() + offset; }
-  std::vector<T> download() const { return buffer.download(offset, size); }
-};
-
-template <class T>
-void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
-  const auto all = g.buffer.download();
-  for (std::size_t i = 0; i < g.offset; ++i)
-    if (!course::DType<T>::is_poison(all[i])) {
-      ADD_FAILURE() << "the element " << g.offset - i << " before the start of " << what
-                    << " was written: an index went negative or an offset is wrong";
-      return;
-    }
-  for (std::size_t i = g.offset + g.size; i < all.size(); ++i)
-    if (!course::DType<T>::is_poison(all[i])) {
-      ADD_FAILURE() << "the element " << i - (g.offset + g.size) << " past the end of " << what
-                    << " (of " << g.size << " elements) was written: check the bounds test of "
-                    << "the last chunk, row or block";
-      return;
-    }
-}
+using course::expect_guards_untouched;
+using course::Guarded;
 
 // ---------------------------------------------------------------- Exercise 1: AsyncCopy
 COURSE_POINTS(AsyncCopy, 10);
