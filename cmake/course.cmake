@@ -10,6 +10,9 @@
 #     [SANITIZERS memcheck racecheck]  # compute-sanitizer tools graded on this day (shared memory)
 #     [GRADE_BENCHMARKS regex]         # the benchmark rows a grader times (Google Benchmark
 #                                      # filter; default: every row)
+#     [BASELINE_SOURCES cub_baseline.cu ...]  # vendor baselines (CUB, cuBLAS) the benchmark
+#                                      # times too: their own library, benchmarks only
+#     [BASELINE_LIBRARIES CUDA::cublas ...]   # what those baselines link
 #     [TIMEOUT seconds])               # one test's time limit (default COURSE_TEST_TIMEOUT)
 #
 # For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
@@ -83,7 +86,7 @@ endfunction()
 
 function(course_add_lab name)
   cmake_parse_arguments(LAB "" "TITLE;TIMEOUT;GRADE_BENCHMARKS"
-                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES;SANITIZERS"
+                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES;SANITIZERS;BASELINE_SOURCES;BASELINE_LIBRARIES"
                         ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
   if(NOT day)
@@ -124,6 +127,19 @@ function(course_add_lab name)
   endif()
   target_link_libraries(${day}_bench_obj PRIVATE benchmark::benchmark)
 
+  # Vendor baselines (CUB, cuBLAS) the benchmark times next to the student's kernels: their own
+  # library, linked into both benchmark programs only. They are not the student's code, so the
+  # SASS checks (no local memory: CUB's kernels spill on sm_80) and -Xptxas=-warn-spills do not
+  # apply to them.
+  if(LAB_BASELINE_SOURCES)
+    list(TRANSFORM LAB_BASELINE_SOURCES PREPEND ${lab_dir}/)
+    add_library(${day}_baseline STATIC ${LAB_BASELINE_SOURCES})
+    target_include_directories(${day}_baseline PRIVATE ${lab_dir})
+    target_link_libraries(${day}_baseline PUBLIC course_harness ${LAB_BASELINE_LIBRARIES})
+    target_compile_options(${day}_baseline PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    set_target_properties(${day}_baseline PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  endif()
+
   foreach(variant lab solution)
     if(variant STREQUAL "lab")
       set(kernel_source ${lab_source})
@@ -144,6 +160,9 @@ function(course_add_lab name)
     add_executable(${day}_${variant}_bench $<TARGET_OBJECTS:${day}_bench_obj>)
     target_link_libraries(${day}_${variant}_bench PRIVATE ${kernel} course_bench_main
                                                           benchmark::benchmark)
+    if(LAB_BASELINE_SOURCES)
+      target_link_libraries(${day}_${variant}_bench PRIVATE ${day}_baseline)
+    endif()
     foreach(program ${LAB_PROGRAMS})
       get_filename_component(program_name ${program} NAME_WE)
       add_executable(${day}_${variant}_${program_name} ${lab_dir}/${program})
