@@ -1,0 +1,398 @@
+// Day 12 tests. Each suite is one exercise of README.md (a suite named ExerciseSomething counts
+// toward Exercise). KvTileRange and SmemSwizzle are host arithmetic (no GPU); the Prefill suites
+// run the kernel on small packed batches (the sanitizers run all of them) and compare both the
+// output and the log-sum-exp with course/reference/attention.h, computed in float64 from the
+// values the GPU saw. Outputs are poisoned before every call, with guard elements after them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "course/buffer.h"
+#include "course/random.h"
+#include "course/reference/attention.h"
+#include "course/testing.h"
+#include "lab.h"
+
+namespace {
+
+using course::bfloat16;
+using course::DeviceBuffer;
+using course::ElementType;
+using course::expect_guards_untouched;
+using course::Guarded;
+using course::half;
+namespace ref = course::reference;
+
+// ---------------------------------------------------------------- Exercise 1: KvTileRange
+COURSE_POINTS(KvTileRange, 10);
+
+// What the block of query rows q0 .. q0 + block_m - 1 must do, by brute force over every
+// (row, key) pair: the tiles up to the last one holding a visible key, and the first tile holding
+// a pair that is not visible.
+d12::KvTileRange brute_force_range(int q0, int len_q, int len_kv, bool causal, int block_m,
+                                   int block_n) {
+  const int offset = len_kv - len_q;
+  const auto visible = [&](int row, int key) {
+    return key < len_kv && (!causal || key <= row + offset);
+  };
+  const int last_row = std::min(q0 + block_m, len_q) - 1;
+  const int all_tiles = (len_kv + block_n - 1) / block_n;
+  d12::KvTileRange r;
+  r.tiles = 0;
+  for (int t = 0; t < all_tiles; ++t)
+    for (int row = q0; row <= last_row; ++row)
+      for (int key = t * block_n; key < (t + 1) * block_n; ++key)
+        if (visible(row, key)) r.tiles = t + 1;
+  r.first_masked = r.tiles;
+  for (int t = r.tiles - 1; t >= 0; --t) {
+    bool masked = false;
+    for (int row = q0; row <= last_row && !masked; ++row)
+      for (int key = t * block_n; key < (t + 1) * block_n && !masked; ++key)
+        masked = !visible(row, key);
+    if (masked) r.first_masked = t;
+  }
+  return r;
+}
+
+void expect_range(int q0, int len_q, int len_kv, bool causal, int block_m, int block_n,
+                  const char* why) {
+  const d12::KvTileRange got = d12::kv_tile_range(q0, len_q, len_kv, causal, block_m, block_n);
+  const d12::KvTileRange want = brute_force_range(q0, len_q, len_kv, causal, block_m, block_n);
+  ASSERT_FALSE(got.tiles == -1 && got.first_masked == -1)
+      << "kv_tile_range returned {-1, -1}: not written yet (TODO(d12.1))";
+  EXPECT_TRUE(got.tiles == want.tiles && got.first_masked == want.first_masked)
+      << why << "\n  q0 = " << q0 << ", len_q = " << len_q << ", len_kv = " << len_kv
+      << (causal ? ", causal" : ", not causal") << ", block_m = " << block_m
+      << ", block_n = " << block_n << ": expected {tiles " << want.tiles << ", first_masked "
+      << want.first_masked << "}, got {" << got.tiles << ", " << got.first_masked
+      << "} (lesson §4)";
+}
+
+TEST(KvTileRange, VisitsEveryTileWithoutTheCausalMask) {
+  expect_range(0, 300, 300, false, 128, 64,
+               "without a mask every key tile is visited; only the partial last one "
+               "(keys 256 .. 299) needs the mask");
+  expect_range(128, 256, 256, false, 128, 64,
+               "len_kv = 256 is 4 whole tiles: none needs a mask (first_masked == tiles)");
+  expect_range(0, 1, 1, false, 128, 128, "one key: one tile, partial");
+}
+
+TEST(KvTileRange, SkipsTilesPastTheDiagonal) {
+  expect_range(0, 256, 256, true, 128, 64,
+               "rows 0 .. 127 see keys up to 127: tiles 0 and 1; row 0 sees only key 0, so "
+               "tile 0 already needs the mask");
+  expect_range(128, 256, 256, true, 128, 64,
+               "rows 128 .. 255 see every key: 4 tiles; row 128 sees keys 0 .. 128, so tiles 0 "
+               "and 1 need no mask and tile 2 does");
+  expect_range(0, 77, 300, true, 128, 64,
+               "77 queries after 223 cached keys (bottom-right): row 0 sees keys 0 .. 223");
+}
+
+TEST(KvTileRange, VisitsNothingForRowsThatSeeNoKey) {
+  expect_range(0, 300, 100, true, 128, 64,
+               "300 queries, 100 keys, bottom-right causal: rows 0 .. 199 see no key, so the "
+               "block of rows 0 .. 127 has nothing to do (tiles == 0)");
+  expect_range(128, 300, 100, true, 128, 64,
+               "rows 128 .. 255 of the same: only rows 200 .. 255 see keys (up to key 55)");
+  expect_range(0, 5, 0, false, 128, 64, "no keys at all: no tile");
+}
+
+TEST(KvTileRange, MatchesABruteForceCountEverywhere) {
+  const int shapes[][2] = {{128, 64}, {128, 128}, {64, 64}, {16, 8}};
+  for (const auto& shape : shapes)
+    for (int len_q : {1, 7, 16, 64, 100, 129, 300})
+      for (int len_kv : {0, 1, 8, 63, 64, 65, 128, 200, 301})
+        for (bool causal : {false, true})
+          for (int q0 = 0; q0 < len_q; q0 += shape[0]) {
+            expect_range(q0, len_q, len_kv, causal, shape[0], shape[1], "brute force:");
+            if (HasFailure()) return;  // one message is enough
+          }
+}
+
+// ---------------------------------------------------------------- Exercise 2: SmemSwizzle
+COURSE_POINTS(SmemSwizzle, 5);
+
+TEST(SmemSwizzle, KeepsEveryChunkInItsOwnRow) {
+  for (int chunks : {8, 16})
+    for (int row = 0; row < 64; ++row) {
+      std::set<int> seen;
+      for (int c = 0; c < chunks; ++c) {
+        const int at = d12::swizzled_chunk(row, c, chunks);
+        ASSERT_NE(at, -1) << "swizzled_chunk returned -1: not written yet (TODO(d12.2))";
+        ASSERT_TRUE(at >= row * chunks && at < (row + 1) * chunks)
+            << "chunk " << c << " of row " << row << " (" << chunks << " chunks per row) went to "
+            << at << ", outside its row: the swizzle permutes "
+            << "the chunks WITHIN a row (lesson §5)";
+        seen.insert(at);
+      }
+      ASSERT_EQ(static_cast<int>(seen.size()), chunks)
+          << "two chunks of row " << row << " share a place: the swizzle must be a permutation";
+    }
+}
+
+TEST(SmemSwizzle, SpreadsEightRowsOverEightBankGroups) {
+  for (int chunks : {8, 16})
+    for (int first_row = 0; first_row < 24; ++first_row)
+      for (int c = 0; c < chunks; ++c) {
+        std::set<int> groups;  // 16-byte position within the 128-byte bank cycle
+        for (int row = first_row; row < first_row + 8; ++row) {
+          const int at = d12::swizzled_chunk(row, c, chunks);
+          ASSERT_NE(at, -1) << "swizzled_chunk returned -1: not written yet (TODO(d12.2))";
+          groups.insert(at % 8);
+        }
+        ASSERT_EQ(groups.size(), 8u)
+            << "rows " << first_row << " .. " << first_row + 7 << " at chunk " << c << " ("
+            << chunks << " chunks per row) fall in " << groups.size()
+            << " bank groups instead of 8: an ldmatrix reading them is a bank conflict "
+            << "(lesson §5)";
+      }
+}
+
+TEST(SmemSwizzle, IsTheXorOfTheRowIntoTheChunk) {
+  EXPECT_EQ(d12::swizzled_chunk(0, 5, 16), 5) << "row 0 is not permuted (5 ^ 0 = 5)";
+  EXPECT_EQ(d12::swizzled_chunk(3, 5, 16), 3 * 16 + (5 ^ 3)) << "row 3, chunk 5: 3 * 16 + (5 ^ 3)";
+  EXPECT_EQ(d12::swizzled_chunk(11, 12, 16), 11 * 16 + (12 ^ 3)) << "row 11 uses 11 % 8 = 3";
+  EXPECT_EQ(d12::swizzled_chunk(7, 0, 8), 7 * 8 + 7) << "row 7, chunk 0 of 8: 7 * 8 + (0 ^ 7)";
+}
+
+// ---------------------------------------------------------------- Exercises 3-5: the kernel
+COURSE_POINTS(PrefillDense, 25);
+COURSE_POINTS(PrefillCausal, 25);
+COURSE_POINTS(PrefillVarlen, 15);
+
+// How close. o: the default tolerance of its dtype (the final rounding to 16 bits dominates). The
+// kernel also rounds the probabilities P to 16 bits before P V (the Tensor Cores take 16-bit
+// operands), a relative error of at most u on each term, which averages out over the keys: well
+// inside the same bounds. lse is float32 from float32 sums of ex2.approx values (2 ulp each) and
+// one lg2.approx: 2e-5 relative in norm and 2e-4 per element (of |lse| + rms) leave room for that,
+// while a wrong scale (natural log vs log2: a factor 0.69) or a missed key is far outside.
+constexpr course::Tolerance kLseTolerance{2e-5, 2e-4};
+
+struct Case {
+  std::vector<int> len_q, len_kv;  // per sequence
+  int heads = 3, kv_heads = 3, dim = 64;
+  bool causal = false;
+  double q_range = 3.0;  // q uniform in [-q_range, q_range): contrast in the scores
+  double scale = 0.0;    // 0: 1 / sqrt(dim)
+};
+
+std::string describe(const Case& c) {
+  std::string s = "lengths q {";
+  for (std::size_t i = 0; i < c.len_q.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(c.len_q[i]);
+  s += "} kv {";
+  for (std::size_t i = 0; i < c.len_kv.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(c.len_kv[i]);
+  s += "}, heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + ", dim " +
+       std::to_string(c.dim) + (c.causal ? ", causal" : ", not causal");
+  return s;
+}
+
+std::vector<std::int32_t> prefix_sums(const std::vector<int>& lengths) {
+  std::vector<std::int32_t> cu(1, 0);
+  for (int n : lengths) cu.push_back(cu.back() + n);
+  return cu;
+}
+
+template <class T>
+void run_case(const Case& c, const std::string& todo) {
+  SCOPED_TRACE(describe(c));
+  const auto cu_q = prefix_sums(c.len_q), cu_kv = prefix_sums(c.len_kv);
+  const std::int64_t total_q = cu_q.back(), total_kv = cu_kv.back();
+  const std::size_t q_elems = static_cast<std::size_t>(total_q) * c.heads * c.dim;
+  const std::size_t kv_elems = static_cast<std::size_t>(total_kv) * c.kv_heads * c.dim;
+  const auto q = course::random_uniform<T>(q_elems, course::seed_for(1), -c.q_range, c.q_range);
+  const auto k = course::random_uniform<T>(kv_elems, course::seed_for(2));
+  const auto v = course::random_uniform<T>(kv_elems, course::seed_for(3));
+  const double scale = c.scale > 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.dim));
+
+  DeviceBuffer<T> dq(q), dk(k), dv(v);
+  DeviceBuffer<std::int32_t> dcu_q(cu_q), dcu_kv(cu_kv);
+  Guarded<T> o(q_elems, 0);
+  Guarded<float> lse(static_cast<std::size_t>(total_q) * c.heads, 0);
+  d12::PrefillArgs<T> args;
+  args.q = dq.data();
+  args.k = dk.data();
+  args.v = dv.data();
+  args.o = o.data();
+  args.lse = lse.data();
+  args.cu_seqlens_q = dcu_q.data();
+  args.cu_seqlens_kv = dcu_kv.data();
+  args.batch = static_cast<int>(c.len_q.size());
+  args.total_q = total_q;
+  args.total_kv = total_kv;
+  for (int n : c.len_q) args.max_seqlen_q = std::max(args.max_seqlen_q, n);
+  args.num_heads = c.heads;
+  args.num_kv_heads = c.kv_heads;
+  args.head_dim = c.dim;
+  args.scale = static_cast<float>(scale);
+  args.causal = c.causal;
+  d12::prefill_1_mma(args);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+
+  // The float64 reference, row by row, from the very values the GPU read.
+  std::vector<double> want_o(q_elems), want_lse(static_cast<std::size_t>(total_q) * c.heads);
+  const auto to_double = [](T x) { return course::DType<T>::to_double(x); };
+  const std::ptrdiff_t kv_row = static_cast<std::ptrdiff_t>(c.kv_heads) * c.dim;
+  for (std::size_t b = 0; b < c.len_q.size(); ++b)
+    for (int h = 0; h < c.heads; ++h) {
+      const int kvh = h / (c.heads / c.kv_heads);
+      for (int i = 0; i < c.len_q[b]; ++i) {
+        const std::size_t row = static_cast<std::size_t>(cu_q[b] + i);
+        const std::size_t visible =
+            c.causal ? ref::causal_visible_keys(static_cast<std::size_t>(i),
+                                                static_cast<std::size_t>(c.len_q[b]),
+                                                static_cast<std::size_t>(c.len_kv[b]))
+                     : ref::kAllKeys;
+        const std::size_t kv_first =
+            (static_cast<std::size_t>(cu_kv[b]) * c.kv_heads + kvh) * c.dim;
+        const ref::AttentionRow r = ref::attention_row_strided(
+            q.data() + (row * c.heads + h) * c.dim, k.data() + kv_first, kv_row,
+            v.data() + kv_first, kv_row, static_cast<std::size_t>(c.len_kv[b]),
+            static_cast<std::size_t>(c.dim), scale, to_double, visible);
+        for (int d = 0; d < c.dim; ++d) want_o[(row * c.heads + h) * c.dim + d] = r.o[d];
+        want_lse[static_cast<std::size_t>(h) * total_q + row] = r.lse;
+      }
+    }
+
+  course::CompareOptions o_options;
+  o_options.cols = static_cast<std::int64_t>(c.heads) * c.dim;  // [query row, head * dim + d]
+  o_options.what = "o [total_q, heads * dim] (" + todo + ")";
+  COURSE_EXPECT_MATCH(o.download(), want_o, o_options);
+  course::CompareOptions lse_options;
+  lse_options.tolerance = kLseTolerance;
+  lse_options.cols = total_q;  // [head, query row]
+  lse_options.what = "lse [heads, total_q] (natural log; -inf for a row with no key; " + todo + ")";
+  COURSE_EXPECT_MATCH(lse.download(), want_lse, lse_options);
+  expect_guards_untouched(o, "o");
+  expect_guards_untouched(lse, "lse");
+}
+
+void run(ElementType type, const Case& c, const std::string& todo) {
+  if (type == ElementType::kFloat16) return run_case<half>(c, todo);
+  run_case<bfloat16>(c, todo);
+}
+
+// The parameters: dtype x head dim.
+struct Config {
+  ElementType type;
+  int dim;
+};
+void PrintTo(const Config& c, std::ostream* os) {
+  *os << course::dtype_name(c.type) << " dim " << c.dim;
+}
+const Config kConfigs[] = {{ElementType::kBFloat16, 64},
+                           {ElementType::kBFloat16, 128},
+                           {ElementType::kFloat16, 64},
+                           {ElementType::kFloat16, 128}};
+std::string config_name(const ::testing::TestParamInfo<Config>& info) {
+  return course::dtype_name(info.param.type) + "_dim" + std::to_string(info.param.dim);
+}
+
+class PrefillTest : public course::GpuTest, public ::testing::WithParamInterface<Config> {
+ protected:
+  // One sequence per length, or one case with every sequence of `lengths` in a packed batch.
+  void check(Case c, const std::string& todo) {
+    c.dim = GetParam().dim;
+    run(GetParam().type, c, todo);
+  }
+};
+
+// Exercise 3 — no mask: every query sees every key of its sequence.
+class PrefillDense : public PrefillTest {};
+const char* const kDenseTodo = "prefill_1_mma: TODO(d12.3) and TODO(d12.4)";
+
+// Lengths: a single row, a prime, not a multiple of the 64- or 128-row tiles, several tiles.
+TEST_P(PrefillDense, MatchesTheReferenceOnOneSequence) {
+  for (int n : {1, 17, 128, 200, 300}) check({{n}, {n}}, kDenseTodo);
+}
+TEST_P(PrefillDense, HandlesFewerOrMoreQueriesThanKeys) {
+  check({{5}, {300}}, kDenseTodo);
+  check({{300}, {33}}, kDenseTodo);
+  check({{129}, {1}}, kDenseTodo);
+}
+// Scores up to ~100 (scale 1, |q| up to 8): exp(s) overflows float32 unless the running max is
+// subtracted, and the max changes from tile to tile, so O must be rescaled when it does.
+TEST_P(PrefillDense, SurvivesLargeScores) {
+  Case c{{260}, {260}};
+  c.q_range = 8.0;
+  c.scale = 1.0;
+  check(c, kDenseTodo + std::string(": subtract the running max, rescale O when it grows"));
+}
+INSTANTIATE_TEST_SUITE_P(Configs, PrefillDense, ::testing::ValuesIn(kConfigs), config_name);
+
+// Exercise 4 — the causal mask, bottom-right aligned; fully masked tiles skipped.
+class PrefillCausal : public PrefillTest {};
+const char* const kCausalTodo = "prefill_1_mma, causal: TODO(d12.5)";
+
+TEST_P(PrefillCausal, MatchesTheReferenceOnSquareSequences) {
+  for (int n : {1, 17, 64, 129, 300}) {
+    Case c{{n}, {n}};
+    c.causal = true;
+    check(c, kCausalTodo);
+  }
+}
+// len_q < len_kv: a chunk of new queries after cached keys; every query sees the whole prefix.
+TEST_P(PrefillCausal, AlignsTheDiagonalBottomRight) {
+  Case c{{77}, {300}};
+  c.causal = true;
+  check(c, kCausalTodo + std::string(": query i sees keys 0 .. i + len_kv - len_q"));
+  c.len_q = {1};
+  c.len_kv = {257};
+  check(c, kCausalTodo + std::string(": one query sees every key"));
+}
+// len_q > len_kv: the first len_q - len_kv queries see no key at all (o = 0, lse = -inf); here
+// whole 128-row blocks of them, which must not even load a tile.
+TEST_P(PrefillCausal, GivesZeroAndMinusInfinityToRowsWithNoKey) {
+  Case c{{300}, {100}};
+  c.causal = true;
+  check(c, kCausalTodo + std::string(": a row with no visible key gets o = 0 and lse = -inf"));
+  c.len_q = {20};
+  c.len_kv = {0};
+  check(c, kCausalTodo + std::string(": no keys at all"));
+}
+TEST_P(PrefillCausal, SurvivesLargeScores) {
+  Case c{{200}, {250}};
+  c.causal = true;
+  c.q_range = 8.0;
+  c.scale = 1.0;
+  check(c, kCausalTodo);
+}
+INSTANTIATE_TEST_SUITE_P(Configs, PrefillCausal, ::testing::ValuesIn(kConfigs), config_name);
+
+// Exercise 5 — ragged, packed batches and grouped-query attention.
+class PrefillVarlen : public PrefillTest {};
+const char* const kVarlenTodo = "prefill_1_mma, packed batch: TODO(d12.6)";
+
+TEST_P(PrefillVarlen, MatchesTheReferenceOnARaggedBatch) {
+  for (bool causal : {false, true}) {
+    Case c{{1, 17, 128, 300}, {1, 17, 128, 300}};
+    c.causal = causal;
+    check(c, kVarlenTodo);
+    c.len_kv = {40, 17, 300, 290};
+    check(c, kVarlenTodo + std::string(": len_kv differs from len_q"));
+  }
+}
+TEST_P(PrefillVarlen, HandlesEmptySequences) {
+  for (bool causal : {false, true}) {
+    Case c{{0, 5, 0, 130, 3}, {7, 0, 0, 131, 3}};
+    c.causal = causal;
+    check(c, kVarlenTodo + std::string(": sequences with no queries or no keys"));
+  }
+}
+TEST_P(PrefillVarlen, SharesKeyValueHeadsAcrossQueryHeads) {
+  for (bool causal : {false, true}) {
+    Case c{{33, 150}, {40, 150}};
+    c.heads = 6;
+    c.kv_heads = 2;  // query heads 0-2 use KV head 0, heads 3-5 KV head 1
+    c.causal = causal;
+    check(c, kVarlenTodo + std::string(": KV head = head / (num_heads / num_kv_heads)"));
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Configs, PrefillVarlen, ::testing::ValuesIn(kConfigs), config_name);
+
+}  // namespace
