@@ -1,5 +1,6 @@
-// Day 12 — reference solution: FlashAttention-2-style prefill attention on mma.sync (Tensor Cores,
-// any GPU from sm_80), over a variable-length batch, causal or not.
+// Day 12 — your kernel. Read lessons/d12_prefill_attention.md first; README.md in this folder
+// lists the exercises. Replace each TODO block; keep the names, the template parameters and the
+// launchers (the tests call them through lab.h). Check with:  course check d12
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -42,7 +43,7 @@ constexpr std::size_t smem_bytes() {
 }
 
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
+[[maybe_unused]] constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -INFINITY;
 
 // ---------------------------------------------------------------------------------------------
@@ -54,20 +55,13 @@ constexpr float kNegInf = -INFINITY;
 // past it (or at the partial last tile, whose columns past len_kv must not count).
 __host__ __device__ inline KvTileRange tile_range(int q0, int len_q, int len_kv, bool causal,
                                                   int block_m, int block_n) {
-  const int offset = len_kv - len_q;  // query r sits at key position r + offset
-  const int last_row = (q0 + block_m < len_q ? q0 + block_m : len_q) - 1;
-  int end = len_kv;  // one past the last key some row of the block sees
-  if (causal && last_row + offset + 1 < end) end = last_row + offset + 1;
-  KvTileRange range;
-  range.tiles = end > 0 ? (end + block_n - 1) / block_n : 0;
-  int first = len_kv / block_n;  // the partial last tile (== the count of whole ones if none)
-  if (causal) {
-    const int first_row_end = q0 + offset + 1;  // keys row q0 sees: 0 .. first_row_end - 1
-    const int diagonal = first_row_end > 0 ? first_row_end / block_n : 0;
-    if (diagonal < first) first = diagonal;
-  }
-  range.first_masked = first < range.tiles ? first : range.tiles;
-  return range;
+  // TODO(d12.1) (lesson §4): with offset = len_kv - len_q, the block's last real row
+  // (min(q0 + block_m, len_q) - 1) sees keys up to last_row + offset under the causal mask, all
+  // len_kv without it: tiles = ceil(end / block_n) for that end (0 when end <= 0). first_masked:
+  // the partial last tile len_kv / block_n, or, when causal, the first tile reaching past row q0's
+  // last key (q0 + offset + 1) / block_n (0 when q0 + offset + 1 <= 0), whichever comes first,
+  // and never more than tiles.
+  return KvTileRange{};  // {-1, -1}: not written yet
 }
 
 // Exercise 2 — the swizzle (lesson §5): chunk c of row r at position c ^ (r % 8) of its row.
@@ -75,7 +69,8 @@ __host__ __device__ inline KvTileRange tile_range(int q0, int len_q, int len_kv,
 // 128-byte bank cycle, so a chunk's bank group is its position mod 8: the 8 rows an ldmatrix
 // reads at one logical chunk get 8 different positions mod 8, i.e. 8 different bank groups.
 __host__ __device__ inline int swizzle(int row, int chunk, int chunks_per_row) {
-  return row * chunks_per_row + (chunk ^ (row % kSwizzleRows));
+  // TODO(d12.2) (lesson §5): row * chunks_per_row + (chunk XOR (row % kSwizzleRows)).
+  return -1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,11 +191,11 @@ __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
 template <class T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const PrefillArgs<T> args) {
   constexpr int kN = kBlockN<kHeadDim>;
-  constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
-  constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of Q K^T (over the head dim)
-  constexpr int kSTiles = kN / 8;                  // n8 tiles of S (over the keys)
-  constexpr int kPvSteps = kN / 16;                // k16 steps of P V (over the keys)
-  constexpr int kOTiles = kHeadDim / 8;            // n8 tiles of O (over the head dim)
+  [[maybe_unused]] constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
+  constexpr int kQkSteps = kHeadDim / 16;             // k16 steps of Q K^T (over the head dim)
+  constexpr int kSTiles = kN / 8;                     // n8 tiles of S (over the keys)
+  [[maybe_unused]] constexpr int kPvSteps = kN / 16;  // k16 steps of P V (over the keys)
+  constexpr int kOTiles = kHeadDim / 8;               // n8 tiles of O (over the head dim)
   static_assert(kSTiles % 2 == 0 && kOTiles % 2 == 0, "ldmatrix.x4 feeds two n8 tiles");
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -208,207 +203,89 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   T* k_s = q_s + kBlockM * kHeadDim;       // [kStages][kN][kHeadDim], swizzled
   T* v_s = k_s + kStages * kN * kHeadDim;  // [kStages][kN][kHeadDim], swizzled
 
+  // The block's sequence, head and rows.
   const int head = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
-  const int q0 = kBlockM * static_cast<int>(gridDim.z - 1 - blockIdx.z);
   const std::int64_t q_start = args.cu_seqlens_q[seq], kv_start = args.cu_seqlens_kv[seq];
   const int len_q = args.cu_seqlens_q[seq + 1] - static_cast<int>(q_start);
   const int len_kv = args.cu_seqlens_kv[seq + 1] - static_cast<int>(kv_start);
+
+  // Exercise 5 (lesson §8): the longest-first order of the query tiles, and the KV head that
+  // this query head shares with the num_heads / num_kv_heads heads of its group (GQA).
+  // TODO(d12.6) (lesson §8.3): start the LAST query tiles first: q0 = kBlockM * (gridDim.z - 1 -
+  // blockIdx.z). And the KV head of a group of num_heads / num_kv_heads query heads is
+  // head / (num_heads / num_kv_heads); the placeholder below is right only without GQA.
+  const int q0 = kBlockM * static_cast<int>(blockIdx.z);
+  const int kv_head = head % args.num_kv_heads;
+
   // INVARIANT: q0 is the same for the whole block, so the block leaves whole (the barriers
   // below see every thread).
   if (q0 >= len_q) return;
-  const int kv_head = head / (args.num_heads / args.num_kv_heads);
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  [[maybe_unused]] const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int g = lane / 4, tq = lane % 4;  // fragment row (and row + 8), column pair
+  [[maybe_unused]] const int g = lane / 4, tq = lane % 4;  // rows g, g + 8; columns 2tq, 2tq + 1
   const std::int64_t q_stride = static_cast<std::int64_t>(args.num_heads) * kHeadDim;
   const std::int64_t kv_stride = static_cast<std::int64_t>(args.num_kv_heads) * kHeadDim;
   const T* q_g = args.q + (q_start + q0) * q_stride + static_cast<std::int64_t>(head) * kHeadDim;
   const T* k_g = args.k + kv_start * kv_stride + static_cast<std::int64_t>(kv_head) * kHeadDim;
   const T* v_g = args.v + kv_start * kv_stride + static_cast<std::int64_t>(kv_head) * kHeadDim;
   const KvTileRange range = tile_range(q0, len_q, len_kv, args.causal, kBlockM, kN);
-  const int offset = len_kv - len_q;  // bottom-right causal: row r sees keys <= r + offset
+  [[maybe_unused]] const int offset = len_kv - len_q;  // row r sees keys <= r + offset (causal)
   const float scale_log2 = args.scale * kLog2e;
 
-  float o_acc[kOTiles][4] = {};           // O, unnormalised, float32
-  float row_max[2] = {kNegInf, kNegInf};  // m of rows g and g + 8 (raw scores)
-  float row_sum[2] = {0.0f, 0.0f};        // this lane's part of l (its columns only)
+  [[maybe_unused]] float o_acc[kOTiles][4] = {};           // O, unnormalised, float32
+  [[maybe_unused]] float row_max[2] = {kNegInf, kNegInf};  // m of rows g and g + 8 (raw scores)
+  [[maybe_unused]] float row_sum[2] = {0.0f, 0.0f};  // this lane's part of l (its columns only)
 
   if (range.tiles > 0) {
-    // Prologue: Q (group 0) and key tile 0 (group 1) in flight; Q into registers once it landed.
-    load_tile<kBlockM, kHeadDim>(q_s, q_g, q_stride, len_q - q0);
-    cp_async_commit();
-    load_tile<kN, kHeadDim>(k_s, k_g, kv_stride, len_kv);
-    load_tile<kN, kHeadDim>(v_s, v_g, kv_stride, len_kv);
-    cp_async_commit();
-    cp_async_wait<1>();  // Q has landed (this thread's copies) ...
-    __syncthreads();     // ... and every thread's
-    // Q's A fragments for the whole loop: matrix i of step kk = rows 8 (i % 2) .., chunk
-    // 2 kk + i / 2 (a[0] rows 0-7 low k, a[1] rows 8-15 low k, a[2] rows 0-7 high k, a[3] ...).
-    std::uint32_t q_frag[kQkSteps][4];
-#pragma unroll
-    for (int kk = 0; kk < kQkSteps; ++kk) {
-      const int r = warp * kRowsPerWarp + lane % 8 + (lane / 8) % 2 * 8;
-      const int c = 2 * kk + lane / 16;
-      ldmatrix_x4(q_frag[kk], q_s + swizzle(r, c, kChunks) * kChunkElems);
-    }
+    // TODO(d12.3a) (lesson §5, §6.2): the prologue. Issue the Q tile (load_tile<kBlockM,
+    // kHeadDim>(q_s, q_g, q_stride, len_q - q0)) and commit; issue K and V tile 0 (load_tile<kN,
+    // kHeadDim> into k_s and v_s, len_kv valid rows) and commit. cp_async_wait<1>() (Q has
+    // landed: only tile 0's group may still be pending), __syncthreads(), then load this warp's Q
+    // fragments with ldmatrix_x4: for step kk, lane l addresses row warp * 16 + l % 8 +
+    // (l / 8) % 2 * 8, chunk 2 kk + l / 16, through swizzle().
+    [[maybe_unused]] std::uint32_t q_frag[kQkSteps][4] = {};
 
     for (int t = 0; t < range.tiles; ++t) {
-      cp_async_wait<0>();  // tile t has landed (this thread's copies) ...
-      __syncthreads();     // ... every thread's; and tile t - 1's stage is no longer read
-      if (t + 1 < range.tiles) {
-        const int next = (t + 1) % kStages;
-        const int kv0 = (t + 1) * kN;
-        load_tile<kN, kHeadDim>(k_s + next * kN * kHeadDim, k_g + kv0 * kv_stride, kv_stride,
-                                len_kv - kv0);
-        load_tile<kN, kHeadDim>(v_s + next * kN * kHeadDim, v_g + kv0 * kv_stride, kv_stride,
-                                len_kv - kv0);
-      }
-      cp_async_commit();  // always, even empty: one group per tile in every thread
-      const T* kt_s = k_s + (t % kStages) * kN * kHeadDim;
-      const T* vt_s = v_s + (t % kStages) * kN * kHeadDim;
+      // TODO(d12.3b) (lesson §5): the double buffer. Wait for tile t (cp_async_wait<0>()), ONE
+      // __syncthreads() (every thread's copies landed; tile t - 1's stage is free), then issue K
+      // and V tile t + 1 (if any) into stage (t + 1) % kStages, rows kv0 = (t + 1) * kN on, and
+      // commit, even when there was nothing to issue.
+      [[maybe_unused]] const T* kt_s = k_s + (t % kStages) * kN * kHeadDim;
+      [[maybe_unused]] const T* vt_s = v_s + (t % kStages) * kN * kHeadDim;
 
-      // S = Q K^T. K is stored [key][dim], which IS the column-major B operand: ldmatrix without
-      // .trans; matrix i = keys 8 (i / 2) .. of the pair, chunk 2 kk + i % 2 -> b0, b1 of n8 tile
-      // 2 nn, then b0, b1 of tile 2 nn + 1.
-      float s_acc[kSTiles][4] = {};
-#pragma unroll
-      for (int kk = 0; kk < kQkSteps; ++kk) {
-#pragma unroll
-        for (int nn = 0; nn < kSTiles / 2; ++nn) {
-          const int key = 16 * nn + lane % 8 + lane / 16 * 8;
-          const int c = 2 * kk + (lane / 8) % 2;
-          std::uint32_t b[4];
-          ldmatrix_x4(b, kt_s + swizzle(key, c, kChunks) * kChunkElems);
-          mma_16816<T>(s_acc[2 * nn], q_frag[kk], b[0], b[1]);
-          mma_16816<T>(s_acc[2 * nn + 1], q_frag[kk], b[2], b[3]);
-        }
-      }
+      // TODO(d12.3c) (lesson §6.2, §6.3): S = Q K^T into s_acc. For every k16 step kk of the head
+      // dim and every pair nn of n8 key tiles: one ldmatrix_x4 (no .trans: K stored [key][dim] is
+      // the column-major B operand) where lane l addresses key 16 nn + l % 8 + l / 16 * 8, chunk
+      // 2 kk + (l / 8) % 2; then mma_16816 into s_acc[2 nn] with b[0], b[1] and into
+      // s_acc[2 nn + 1] with b[2], b[3].
+      [[maybe_unused]] float s_acc[kSTiles][4] = {};
 
-      // The mask, only on the tiles that need it (lesson §4): keys past len_kv, and keys above
-      // the causal diagonal, get -inf, which exp2 turns into a probability of exactly 0.
-      if (t >= range.first_masked) {
-        const int kv0 = t * kN;
-#pragma unroll
-        for (int j = 0; j < kSTiles; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = q0 + warp * kRowsPerWarp + g + (e / 2) * 8;  // in the sequence
-            const int col = kv0 + 8 * j + 2 * tq + e % 2;                // key in the sequence
-            if (col >= len_kv || (args.causal && col > row + offset)) s_acc[j][e] = kNegInf;
-          }
-        }
-      }
+      // TODO(d12.5) (lesson §4): only when t >= range.first_masked: s_acc[j][e] = -inf where key
+      // col = t * kN + 8 j + 2 tq + e % 2 is >= len_kv or, when args.causal, > row + offset, with
+      // row = q0 + warp * 16 + g + (e / 2) * 8.
 
-      // The online softmax (lesson §3.3). The row's max over the tile: this lane's columns, then
-      // the 4 lanes of the quad that share the row (lanes 4g .. 4g + 3: xor 1 and xor 2).
-      float tile_max[2] = {kNegInf, kNegInf};
-#pragma unroll
-      for (int j = 0; j < kSTiles; ++j) {
-        tile_max[0] = fmaxf(tile_max[0], fmaxf(s_acc[j][0], s_acc[j][1]));
-        tile_max[1] = fmaxf(tile_max[1], fmaxf(s_acc[j][2], s_acc[j][3]));
-      }
-      float max_scaled[2], correction[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        const float new_max = fmaxf(row_max[r], tile_max[r]);
-        // A row with no visible key so far keeps m = -inf; subtracting 0 instead keeps
-        // (-inf) - (-inf) = NaN out of exp2 (every p of that row is exp2(-inf) = 0).
-        max_scaled[r] = new_max == kNegInf ? 0.0f : new_max * scale_log2;
-        correction[r] = fast_exp2(row_max[r] * scale_log2 - max_scaled[r]);  // 0 from -inf
-        row_max[r] = new_max;
-        row_sum[r] *= correction[r];
-      }
-      // O is rescaled only when some row's max grew (correction 1 leaves it as it is): one vote,
-      // so the warp takes the branch together.
-      if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
-#pragma unroll
-        for (int d = 0; d < kOTiles; ++d) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o_acc[d][e] *= correction[e / 2];
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < kSTiles; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          // One FFMA and one MUFU.EX2 per score: scale and log2 e folded into scale_log2.
-          const float p = fast_exp2(s_acc[j][e] * scale_log2 - max_scaled[e / 2]);
-          s_acc[j][e] = p;
-          row_sum[e / 2] += p;
-        }
-      }
+      // TODO(d12.4a) (lesson §3.3): the online softmax of the tile. The tile's max of rows g
+      // (e = 0, 1) and g + 8 (e = 2, 3), over this lane's columns, then over the quad with
+      // __shfl_xor_sync 1 and 2. new max m; max_scaled = m * scale_log2 (0 while m = -inf);
+      // correction = fast_exp2(old m * scale_log2 - max_scaled); row_sum *= correction; O *=
+      // correction (skip it when no row's max changed); p = fast_exp2(s * scale_log2 -
+      // max_scaled) back into s_acc, added to row_sum.
 
-      // O += P V. P's A fragment of key step kk is S's accumulators of n8 tiles 2 kk and
-      // 2 kk + 1, rounded to T: no shared memory. V is stored [key][dim]: the B operand (k = key,
-      // n = dim) needs two keys of one dim per register, so ldmatrix .trans; matrix i = keys
-      // 8 (i % 2) .. of the step, chunk 2 dd + i / 2 -> b0, b1 of dim tile 2 dd, then 2 dd + 1.
-#pragma unroll
-      for (int kk = 0; kk < kPvSteps; ++kk) {
-        const std::uint32_t a[4] = {
-            pack2<T>(s_acc[2 * kk][0], s_acc[2 * kk][1]),
-            pack2<T>(s_acc[2 * kk][2], s_acc[2 * kk][3]),
-            pack2<T>(s_acc[2 * kk + 1][0], s_acc[2 * kk + 1][1]),
-            pack2<T>(s_acc[2 * kk + 1][2], s_acc[2 * kk + 1][3]),
-        };
-#pragma unroll
-        for (int dd = 0; dd < kOTiles / 2; ++dd) {
-          const int key = 16 * kk + lane % 8 + (lane / 8) % 2 * 8;
-          const int c = 2 * dd + lane / 16;
-          std::uint32_t b[4];
-          ldmatrix_x4_trans(b, vt_s + swizzle(key, c, kChunks) * kChunkElems);
-          mma_16816<T>(o_acc[2 * dd], a, b[0], b[1]);
-          mma_16816<T>(o_acc[2 * dd + 1], a, b[2], b[3]);
-        }
-      }
+      // TODO(d12.4b) (lesson §7.2): O += P V. For every k16 step kk of the keys, the A fragment
+      // is {pack2<T>(s_acc[2kk][0], [1]), pack2<T>(s_acc[2kk][2], [3]), the same of s_acc[2kk +
+      // 1]}; for every pair dd of n8 dim tiles one ldmatrix_x4_trans of V where lane l addresses
+      // key 16 kk + l % 8 + (l / 8) % 2 * 8, chunk 2 dd + l / 16; mma_16816 into o_acc[2 dd] with
+      // b[0], b[1] and o_acc[2 dd + 1] with b[2], b[3].
     }
     cp_async_wait<0>();  // nothing of this block is in flight when it writes and leaves
   }
 
-  // The epilogue (lesson §3.4): l is the quad's sum; O / l rounded to T, staged in this warp's
-  // own rows of the Q tile (only this warp ever read them) and written with 16-byte stores;
-  // lse = m * scale + ln l. A row with no visible key has l = 0: o = 0 and lse = -inf.
-  float inv_sum[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-    inv_sum[r] = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
-  }
-  T* o_s = q_s + warp * kRowsPerWarp * kHeadDim;  // this warp's 16 rows, swizzled as Q's
-#pragma unroll
-  for (int d = 0; d < kOTiles; ++d) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = g + 8 * r;
-      *reinterpret_cast<std::uint32_t*>(o_s + swizzle(row, d, kChunks) * kChunkElems + 2 * tq) =
-          pack2<T>(o_acc[d][2 * r] * inv_sum[r], o_acc[d][2 * r + 1] * inv_sum[r]);
-    }
-  }
-  __syncwarp();  // the warp's staged rows are complete before its lanes read them back
-  using Chunk = course::Vec<T, kChunkElems>;
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp * kChunks / kWarpSize; ++i) {
-    const int idx = i * kWarpSize + lane;
-    const int row = idx / kChunks, c = idx % kChunks;  // row of the warp, chunk of the row
-    const int q_row = q0 + warp * kRowsPerWarp + row;  // in the sequence
-    if (q_row < len_q) {
-      Chunk v;
-      v.load(o_s + swizzle(row, c, kChunks) * kChunkElems);
-      v.store(args.o + (q_start + q_row) * q_stride + static_cast<std::int64_t>(head) * kHeadDim +
-              c * kChunkElems);
-    }
-  }
-  if (tq == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int q_row = q0 + warp * kRowsPerWarp + g + 8 * r;
-      if (q_row < len_q)
-        args.lse[static_cast<std::int64_t>(head) * args.total_q + q_start + q_row] =
-            row_sum[r] > 0.0f ? (row_max[r] * scale_log2 + __log2f(row_sum[r])) * kLn2 : kNegInf;
-    }
-  }
+  // TODO(d12.4c) (lesson §3.4): the epilogue, for every block (also one with no tile). Sum
+  // row_sum over the quad (__shfl_xor_sync 1 and 2). o = o_acc / l (0 when l == 0), rounded with
+  // pack2<T>, written for the rows < len_q of o at (q_start + row) * q_stride + head * kHeadDim
+  // (16-byte stores through this warp's own rows of q_s are fastest: swizzled like Q, then a
+  // __syncwarp()); lse[head * total_q + q_start + row] = (m * scale_log2 + log2 l) * kLn2, or
+  // -inf when l == 0, by the lanes with tq == 0.
 }
 
 // ---------------------------------------------------------------------------------------------

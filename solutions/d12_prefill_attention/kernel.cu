@@ -208,25 +208,30 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   T* k_s = q_s + kBlockM * kHeadDim;       // [kStages][kN][kHeadDim], swizzled
   T* v_s = k_s + kStages * kN * kHeadDim;  // [kStages][kN][kHeadDim], swizzled
 
+  // The block's sequence, head and rows.
   const int head = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
-  const int q0 = kBlockM * static_cast<int>(gridDim.z - 1 - blockIdx.z);
   const std::int64_t q_start = args.cu_seqlens_q[seq], kv_start = args.cu_seqlens_kv[seq];
   const int len_q = args.cu_seqlens_q[seq + 1] - static_cast<int>(q_start);
   const int len_kv = args.cu_seqlens_kv[seq + 1] - static_cast<int>(kv_start);
+
+  // Exercise 5 (lesson §8): the longest-first order of the query tiles, and the KV head that
+  // this query head shares with the num_heads / num_kv_heads heads of its group (GQA).
+  const int q0 = kBlockM * static_cast<int>(gridDim.z - 1 - blockIdx.z);
+  const int kv_head = head / (args.num_heads / args.num_kv_heads);
+
   // INVARIANT: q0 is the same for the whole block, so the block leaves whole (the barriers
   // below see every thread).
   if (q0 >= len_q) return;
-  const int kv_head = head / (args.num_heads / args.num_kv_heads);
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int g = lane / 4, tq = lane % 4;  // fragment row (and row + 8), column pair
+  const int g = lane / 4, tq = lane % 4;  // rows g, g + 8; columns 2tq, 2tq + 1
   const std::int64_t q_stride = static_cast<std::int64_t>(args.num_heads) * kHeadDim;
   const std::int64_t kv_stride = static_cast<std::int64_t>(args.num_kv_heads) * kHeadDim;
   const T* q_g = args.q + (q_start + q0) * q_stride + static_cast<std::int64_t>(head) * kHeadDim;
   const T* k_g = args.k + kv_start * kv_stride + static_cast<std::int64_t>(kv_head) * kHeadDim;
   const T* v_g = args.v + kv_start * kv_stride + static_cast<std::int64_t>(kv_head) * kHeadDim;
   const KvTileRange range = tile_range(q0, len_q, len_kv, args.causal, kBlockM, kN);
-  const int offset = len_kv - len_q;  // bottom-right causal: row r sees keys <= r + offset
+  const int offset = len_kv - len_q;  // row r sees keys <= r + offset (causal)
   const float scale_log2 = args.scale * kLog2e;
 
   float o_acc[kOTiles][4] = {};           // O, unnormalised, float32
