@@ -1,0 +1,433 @@
+// Day 11 — your kernels. Read lessons/d11_decode_attention.md first; README.md in this folder
+// lists the exercises. Replace each TODO block; keep the names, the template parameters and the
+// launchers (the tests call them through lab.h). Check with:  course check d11
+//
+//   validate_decode            Exercise 1: the page table checked on the host (lesson §3.3)
+//   decode_attention_kernel    Exercise 2: one block per (sequence, KV head, split), every query
+//                              head of the group; K/V tiles in a cp.async ring (lesson §4-§5)
+//   split_range_of, merge_splits_kernel
+//                              Exercise 3: split-KV and the merge by log-sum-exp (lesson §6)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "course/check.h"
+#include "course/device.h"
+#include "course/vec.cuh"
+#include "course/warp.cuh"
+#include "lab.h"
+
+namespace d11 {
+
+using course::kFullMask;
+using course::kWarpSize;
+using course::to_float;
+using course::Vec;
+
+constexpr int kThreads = 128;  // 4 warps per block
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kStages = 4;          // tiles in the cp.async ring (Day 7, lesson §5)
+constexpr int kChunkElems = 8;      // one 16-byte chunk of half or bfloat16
+constexpr int kTokensPerGroup = 4;  // tokens one lane group handles per tile
+constexpr float kLog2e = 1.4426950408889634f;
+[[maybe_unused]] constexpr float kLn2 = 0.6931471805599453f;
+
+// The thread-to-data mapping of a tile (lesson §5.1). A lane group is the kLanesPerToken lanes
+// that together hold one token's row of head_dim elements, 8 each (one 16-byte chunk): 16 lanes
+// for head_dim 128, 8 for 64. The warp holds kGroupsPerWarp groups, the block kGroups, and group
+// k handles tokens k * kTokensPerGroup .. + kTokensPerGroup of every tile. So a tile is
+// kGroups * kTokensPerGroup tokens (32 for head_dim 128, 64 for 64: 16 KB of K and V either way).
+template <int kHeadDim>
+struct TileShape {
+  static constexpr int kLanesPerToken = kHeadDim / kChunkElems;
+  static constexpr int kGroupsPerWarp = kWarpSize / kLanesPerToken;
+  static constexpr int kGroups = kWarps * kGroupsPerWarp;
+  static constexpr int kTokens = kGroups * kTokensPerGroup;
+  static constexpr int kChunks = kTokens * kLanesPerToken;  // 16-byte chunks of K (and of V)
+  static constexpr int kChunksPerThread = kChunks / kThreads;
+  static constexpr int kStageElems = 2 * kTokens * kHeadDim;  // K tile, then V tile
+  static_assert(kWarpSize % kLanesPerToken == 0, "a token's lanes must not straddle warps");
+  static_assert(kChunks % kThreads == 0, "every thread copies the same number of chunks");
+};
+
+template <class T>
+struct KernelParams {
+  const T* q;
+  const T* k_cache;
+  const T* v_cache;
+  T* o;
+  float* lse;
+  float* partial_o;    // split-KV only: [batch, num_qo_heads, num_splits, head_dim]
+  float* partial_lse;  // split-KV only: [batch, num_qo_heads, num_splits]
+  const std::int32_t* indptr;
+  const std::int32_t* page_indices;
+  const std::int32_t* last_page_len;
+  int page_size;
+  int num_kv_heads;
+  int num_qo_heads;
+  int num_splits;
+  float scale_log2;  // scale * log2(e): the kernel works with exp2 (lesson §4.3)
+};
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 3 (a) — the tokens of split `split` (lesson §6.1): contiguous ranges of
+// ceil(len / num_splits) tokens; the last splits of a short sequence are empty.
+__host__ __device__ inline SplitRange split_range_of(std::int64_t len, int num_splits, int split) {
+  // TODO(d11.5) (lesson §6.1): chunk = ceil(len / num_splits) (64-bit); split `split` covers
+  // [begin, end) with begin = min(len, split * chunk) and end = min(len, begin + chunk). Write
+  // the minimum with ?: (std::min is host-only, and this function runs on both sides).
+  return SplitRange{};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Given: cp.async (Day 7). cp_async_16_zfill copies 16 bytes, or, when `valid` is false, reads
+// nothing and writes 16 zero bytes (src-size 0): the rows of a tile past the end of the
+// sequence are zeros, never stale data or NaN, so the masked tokens contribute exactly 0.
+__device__ __forceinline__ void cp_async_16_zfill(void* smem_dst, const void* global_src,
+                                                  bool valid) {
+  const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_dst));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global_src),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 2 (a) — one tile of K and V through the page table (lesson §5.2). Token i of the tile
+// is token tile_begin + i of the sequence: its page is pages[token / page_size], its row in the
+// page token % page_size, and its head's head_dim elements are contiguous in the NHD cache.
+// Thread t copies chunks t, t + kThreads, ... of K and the same chunks of V (the same offsets in
+// the other tensor): kLanesPerToken consecutive threads read one 128- or 256-byte row.
+// Tokens at or past `end` are zero-filled. Every thread issues the same number of copies.
+template <class T, int kHeadDim>
+__device__ void load_kv_tile(T* stage, const KernelParams<T>& p,
+                             const std::int32_t* __restrict__ pages, int kv_head, int tile_begin,
+                             int end) {
+  // TODO(d11.2) (lesson §5.2): k_tile = stage, v_tile = stage + Shape::kTokens * kHeadDim (using
+  // Shape = TileShape<kHeadDim>). For j < Shape::kChunksPerThread: chunk c = j * kThreads +
+  // threadIdx.x of the tile is token i = c / Shape::kLanesPerToken, 16-byte chunk
+  // c % Shape::kLanesPerToken of its row. Token tile_begin + i is valid when < end; then its page
+  // is __ldg(pages + token / p.page_size), its slot token % p.page_size, and its element offset
+  // in the cache ((page * page_size + slot) * num_kv_heads + kv_head) * kHeadDim + chunk * 8
+  // (64-bit). cp_async_16_zfill the chunk of K and of V to i * kHeadDim + chunk * 8 in their
+  // tiles, with valid = false (and offset 0) past the end: zeros, never stale rows.
+}
+
+// The online-softmax state of one lane group for the kGroupSize query heads (lesson §4.2), in
+// base 2: m = the largest score seen (log2 units), l = sum of exp2(s - m), acc = sum of
+// exp2(s - m) * v over this lane's 8 dimensions.
+template <int kGroupSize>
+struct OnlineState {
+  float m[kGroupSize];
+  float l[kGroupSize];
+  float acc[kGroupSize][kChunkElems];
+};
+
+// Exercise 2 (b) — one tile (lesson §4.2, §5.3): this lane group's kTokensPerGroup tokens. Scores
+// first (each lane a partial dot product over its 8 dimensions, summed over the group's lanes by
+// xor shuffles that stay inside the group), masked to -inf past `valid`; then ONE rescale of
+// the state per tile by exp2(m_old - m_new), and the weighted values added.
+// NOTE: m_use replaces an m of -inf by 0: a group that has seen no token yet (m = -inf) would
+// otherwise compute exp2(-inf - -inf) = NaN.
+template <class T, int kHeadDim, int kGroupSize>
+__device__ void attend_tile(const T* stage, const float (&q)[kGroupSize][kChunkElems],
+                            OnlineState<kGroupSize>& st, int group, int part, int valid) {
+  // TODO(d11.3) (lesson §4.2, §5.3): this lane group's tokens are i = group * kTokensPerGroup + j,
+  // j < kTokensPerGroup, and this lane's 8 elements of a row start at part * 8.
+  // 1. For each j: load the lane's 8 elements of K row i (one Vec<T, 8>), and for each head g the
+  //    partial dot product with q[g] (already scaled by scale * log2 e) into s[g][j].
+  // 2. Sum each s[g][j] over the group's lanes: __shfl_xor_sync(kFullMask, v, offset) for offset
+  //    = Shape::kLanesPerToken / 2 .. 1 (every lane of the warp must execute the shuffles).
+  // 3. Tokens i >= valid get s = -INFINITY.
+  // 4. Per head g: m_new = max(st.m[g], s[g][:]); m_use = m_new, or 0 when m_new is -inf;
+  //    alpha = exp2f(st.m[g] - m_use); st.m[g] = m_new; scale st.l[g] and st.acc[g][:] by alpha;
+  //    s[g][j] = exp2f(s[g][j] - m_use), added to st.l[g].
+  // 5. For each j: load the lane's 8 elements of V row i; st.acc[g][e] += s[g][j] * v[e].
+}
+
+// Exercise 2 (c) — the block's kGroups states merged in shared memory, and the result written
+// (lesson §4.4). `scratch` reuses the stages (every copy has landed and every warp is done with
+// them). Each group writes its acc, m and l; thread g < kGroupSize finds head g's overall max m
+// and sum L = sum_k l_k * exp2(m_k - m), and each group's weight exp2(m_k - m) / L; then every
+// output element is the weighted sum of the groups' acc. A split writes float32 partials; the
+// whole sequence writes o in T and lse in natural log: lse = (m + log2 L) * ln 2.
+template <class T, int kHeadDim, int kGroupSize, bool kSplit>
+__device__ void finish_block(float* scratch, const OnlineState<kGroupSize>& st,
+                             const KernelParams<T>& p, int group, int part, int b, int kv_head,
+                             int split) {
+  // TODO(d11.4) (lesson §4.4): in `scratch` (floats), lay out acc_s
+  // [kGroups][kGroupSize][kHeadDim], then m_s, l_s and weight_s, each [kGroups][kGroupSize] (using
+  // Shape = TileShape<kHeadDim>).
+  // 1. Each lane writes its acc[g][8] at acc_s[(group * kGroupSize + g) * kHeadDim + part * 8];
+  //    the group's lane with part == 0 writes m and l. __syncthreads().
+  // 2. Threads g < kGroupSize: m = max over groups k of m_s; total = sum_k l_k * exp2f(m_k -
+  //    m_use) (m_use: 0 when m is -inf); weight_s = exp2f(m_k - m_use) / total (0 when total is
+  //    0: an empty split); lse = (m + log2f(total)) * kLn2, or -INFINITY when total is 0. Row
+  //    b * num_qo_heads + kv_head * kGroupSize + g: kSplit writes partial_lse[row * num_splits +
+  //    split], else lse[row]. __syncthreads().
+  // 3. For idx = threadIdx.x .. kGroupSize * kHeadDim step kThreads (g = idx / kHeadDim, d = idx %
+  //    kHeadDim): o = sum_k acc_s[...] * weight_s[...]; kSplit writes the float to
+  //    partial_o[(row * num_splits + split) * kHeadDim + d], else o[row * kHeadDim + d] as T
+  //    (course::from_float<T>).
+}
+
+// Exercise 2 — decode attention (lesson §4-§6). Block (split, kv_head, b) attends the kGroupSize
+// query heads kv_head * kGroupSize .. of sequence b to the tokens of its split (the whole
+// sequence when !kSplit), streaming K/V tiles through a ring of kStages cp.async stages exactly
+// as Day 7's GEMV streams W (lesson 7 §5): wait for tile t, barrier, issue tile t + kStages - 1
+// into the stage tile t - 1 used, compute tile t.
+template <class T, int kHeadDim, int kGroupSize, bool kSplit>
+__global__ void __launch_bounds__(kThreads) decode_attention_kernel(const KernelParams<T> p) {
+  using Shape = TileShape<kHeadDim>;
+  extern __shared__ __align__(128) unsigned char dynamic_smem[];
+  T* stages = reinterpret_cast<T*>(dynamic_smem);  // [kStages][kStageElems]
+  const int split = static_cast<int>(blockIdx.x), kv_head = static_cast<int>(blockIdx.y);
+  const int b = static_cast<int>(blockIdx.z);
+  const std::int32_t first_page = p.indptr[b];
+  const int len = (p.indptr[b + 1] - first_page - 1) * p.page_size + p.last_page_len[b];
+  const SplitRange range = kSplit ? split_range_of(len, p.num_splits, split)
+                                  : SplitRange{0, static_cast<std::int64_t>(len)};
+  const int begin = static_cast<int>(range.begin), end = static_cast<int>(range.end);
+  const std::int32_t* pages = p.page_indices + first_page;
+
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int group = warp * Shape::kGroupsPerWarp + lane / Shape::kLanesPerToken;  // lane group
+  const int part = lane % Shape::kLanesPerToken;  // this lane's dimensions: part * 8 .. + 8
+
+  // q of the group's heads, this lane's 8 dimensions, times scale * log2(e).
+  float q[kGroupSize][kChunkElems];
+#pragma unroll
+  for (int g = 0; g < kGroupSize; ++g) {
+    const std::int64_t row =
+        static_cast<std::int64_t>(b) * p.num_qo_heads + kv_head * kGroupSize + g;
+    Vec<T, kChunkElems> qv;
+    qv.load(p.q + row * kHeadDim + part * kChunkElems);
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) q[g][e] = to_float(qv[e]) * p.scale_log2;
+  }
+  OnlineState<kGroupSize> st;
+#pragma unroll
+  for (int g = 0; g < kGroupSize; ++g) {
+    st.m[g] = -INFINITY;
+    st.l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) st.acc[g][e] = 0.0f;
+  }
+
+  const int tiles = (end - begin + Shape::kTokens - 1) / Shape::kTokens;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles)
+      load_kv_tile<T, kHeadDim>(stages + s * Shape::kStageElems, p, pages, kv_head,
+                                begin + s * Shape::kTokens, end);
+    cp_async_commit();  // always: group s is tile s, even when it is empty
+  }
+  int read_stage = 0, write_stage = kStages - 1;
+  for (int t = 0; t < tiles; ++t) {
+    cp_async_wait<kStages - 2>();  // tile t has landed (this thread's copies of it)
+    __syncthreads();  // ... every thread's; and tile t - 1 (in write_stage) is no longer read
+    const int ahead = t + kStages - 1;
+    if (ahead < tiles)
+      load_kv_tile<T, kHeadDim>(stages + write_stage * Shape::kStageElems, p, pages, kv_head,
+                                begin + ahead * Shape::kTokens, end);
+    cp_async_commit();
+    const int tile_begin = begin + t * Shape::kTokens;
+    attend_tile<T, kHeadDim, kGroupSize>(stages + read_stage * Shape::kStageElems, q, st, group,
+                                         part, end - tile_begin);
+    read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+    write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();  // (only empty groups are left: nothing lands in the scratch below)
+  __syncthreads();     // every warp is done with the stages: they become the merge's scratch
+  finish_block<T, kHeadDim, kGroupSize, kSplit>(reinterpret_cast<float*>(dynamic_smem), st, p,
+                                                group, part, b, kv_head, split);
+}
+
+// Exercise 3 (b) — the merge of the splits (lesson §6.2). One warp per (sequence, query head)
+// row: m = max_s lse_s, w_s = exp(lse_s - m), o = sum_s w_s o_s / sum_s w_s, lse = m + log(sum_s
+// w_s). Lane l holds dimensions l * kDims .. + kDims. An empty split (lse = -inf) has w = 0.
+constexpr int kMergeThreads = 128;
+constexpr int kMergeWarps = kMergeThreads / kWarpSize;
+
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(kMergeThreads)
+    merge_splits_kernel(const float* __restrict__ partial_o, const float* __restrict__ partial_lse,
+                        T* __restrict__ o, float* __restrict__ lse, std::int64_t rows,
+                        int num_splits) {
+  // TODO(d11.6) (lesson §6.2): one warp per row: row = blockIdx.x * kMergeWarps + warp (64-bit);
+  // return when row >= rows (the whole warp). m = the warp's max of partial_lse[row * num_splits
+  // + s] (lanes stride over s, then course::warp_max). Then for every split s: w = expf(lse_s -
+  // m), total += w, and the lane's kHeadDim / 32 floats of partial_o[(row * num_splits + s) *
+  // kHeadDim + lane * kDims ...] added times w. Write o[row * kHeadDim + lane * kDims + e] =
+  // acc / total as T, and (lane 0) lse[row] = m + logf(total).
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+// Exercise 1 — the page table and shapes checked on the host (lesson §3.3).
+void validate_decode(const CacheShape& shape, const PageTable& table, int num_qo_heads) {
+  // TODO(d11.1) (lesson §3.3): course::require(condition, "decode_attention: ...") for each
+  // rule of lab.h (Exercise 1): the shape (page_size, num_pages, num_kv_heads, head_dim), the head
+  // ratio, the batch, indptr (size, first entry, never decreasing, at least one page per
+  // sequence, last entry = page_indices.size()), every page index in 0 .. num_pages - 1, every
+  // last_page_len in 1 .. page_size, and every length below 2^31. Say in the message what is
+  // wrong and what was expected.
+}
+
+std::int64_t sequence_length(const PageTable& table, int page_size, int b) {
+  const std::int64_t pages = table.indptr[b + 1] - table.indptr[b];
+  return (pages - 1) * page_size + table.last_page_len[b];
+}
+
+PagedKv upload_paged_kv(const CacheShape& shape, const PageTable& table) {
+  validate_decode(shape, table, shape.num_kv_heads);
+  PagedKv kv;
+  kv.shape = shape;
+  kv.table = table;
+  kv.indptr = course::DeviceBuffer<std::int32_t>(table.indptr);
+  kv.page_indices = course::DeviceBuffer<std::int32_t>(table.page_indices);
+  kv.last_page_len = course::DeviceBuffer<std::int32_t>(table.last_page_len);
+  for (int b = 0; b < table.batch(); ++b)
+    kv.max_len = std::max(kv.max_len, sequence_length(table, shape.page_size, b));
+  return kv;
+}
+
+SplitRange split_range(std::int64_t len, int num_splits, int split) {
+  course::require(len >= 0 && num_splits >= 1 && split >= 0 && split < num_splits,
+                  "split_range: expected len >= 0 and 0 <= split < num_splits");
+  return split_range_of(len, num_splits, split);
+}
+
+int choose_num_splits(int batch, int num_kv_heads, std::int64_t max_len, int sm_count) {
+  const std::int64_t blocks = static_cast<std::int64_t>(batch) * num_kv_heads;
+  const std::int64_t wanted = (2 * static_cast<std::int64_t>(sm_count) + blocks - 1) / blocks;
+  const std::int64_t by_length = std::max<std::int64_t>(1, max_len / kMinSplitTokens);
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(wanted, by_length), 1, kMaxSplits));
+}
+
+namespace {
+
+template <class T, int kHeadDim, int kGroupSize, bool kSplit>
+void launch_attention(const KernelParams<T>& p, int batch) {
+  using Shape = TileShape<kHeadDim>;
+  constexpr std::size_t smem = static_cast<std::size_t>(kStages) * Shape::kStageElems * sizeof(T);
+  constexpr std::size_t scratch =
+      sizeof(float) * Shape::kGroups * kGroupSize * (kHeadDim + 3);  // finish_block's
+  static_assert(scratch <= smem, "the merge scratch must fit in the stages it reuses");
+  auto kernel = decode_attention_kernel<T, kHeadDim, kGroupSize, kSplit>;
+  COURSE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const dim3 grid(p.num_splits, p.num_kv_heads, batch);
+  kernel<<<grid, kThreads, smem>>>(p);
+  COURSE_LAUNCH_CHECK();
+}
+
+template <class T, int kHeadDim, bool kSplit>
+void launch_ratio(const KernelParams<T>& p, int batch, int ratio) {
+  switch (ratio) {
+    case 1:
+      return launch_attention<T, kHeadDim, 1, kSplit>(p, batch);
+    case 4:
+      return launch_attention<T, kHeadDim, 4, kSplit>(p, batch);
+    case 8:
+      return launch_attention<T, kHeadDim, 8, kSplit>(p, batch);
+  }
+}
+
+template <class T, int kHeadDim>
+void launch_all(const KernelParams<T>& p, int batch, int ratio) {
+  if (p.num_splits == 1) return launch_ratio<T, kHeadDim, false>(p, batch, ratio);
+  launch_ratio<T, kHeadDim, true>(p, batch, ratio);
+  const std::int64_t rows = static_cast<std::int64_t>(batch) * p.num_qo_heads;
+  const auto blocks = static_cast<unsigned>((rows + kMergeWarps - 1) / kMergeWarps);
+  merge_splits_kernel<T, kHeadDim>
+      <<<blocks, kMergeThreads>>>(p.partial_o, p.partial_lse, p.o, p.lse, rows, p.num_splits);
+  COURSE_LAUNCH_CHECK();
+}
+
+template <class T>
+void decode_attention_impl(const DecodeArgs<T>& a, const PagedKv& kv, DecodeWorkspace& ws,
+                           int num_splits) {
+  using course::require;
+  const std::string f = "decode_attention: ";
+  const CacheShape& shape = kv.shape;
+  validate_decode(shape, kv.table, a.num_qo_heads);
+  const int batch = kv.table.batch();
+  require(kv.indptr.size() == kv.table.indptr.size() &&
+              kv.page_indices.size() == kv.table.page_indices.size() &&
+              kv.last_page_len.size() == kv.table.last_page_len.size(),
+          f + "the page table is not on the device: make the PagedKv with upload_paged_kv()");
+  const int ratio = a.num_qo_heads / shape.num_kv_heads;
+  require(ratio == 1 || ratio == 4 || ratio == 8,
+          f + "num_qo_heads / num_kv_heads = " + std::to_string(ratio) +
+              " is not one of the compiled group sizes (1, 4, 8)");
+  require(batch <= 65535 && shape.num_kv_heads <= 65535,
+          f + "batch and num_kv_heads must be at most 65535 (grid dimensions)");
+  require(a.q && a.k_cache && a.v_cache && a.o && a.lse, f + "a pointer is null");
+  require(course::is_aligned(a.q, 16) && course::is_aligned(a.k_cache, 16) &&
+              course::is_aligned(a.v_cache, 16) && course::is_aligned(a.o, 16),
+          f + "q, k_cache, v_cache and o must be 16-byte aligned (rows move in 16-byte chunks)");
+  require(num_splits == kAutoSplits || (num_splits >= 1 && num_splits <= kMaxSplits),
+          f + "num_splits = " + std::to_string(num_splits) + " must be kAutoSplits or 1 .. " +
+              std::to_string(kMaxSplits));
+  require(std::isfinite(a.scale), f + "scale must be finite");
+  const int splits = num_splits == kAutoSplits
+                         ? choose_num_splits(batch, shape.num_kv_heads, kv.max_len,
+                                             course::device_facts().sm_count)
+                         : num_splits;
+  KernelParams<T> p{};
+  p.q = a.q;
+  p.k_cache = a.k_cache;
+  p.v_cache = a.v_cache;
+  p.o = a.o;
+  p.lse = a.lse;
+  p.indptr = kv.indptr.data();
+  p.page_indices = kv.page_indices.data();
+  p.last_page_len = kv.last_page_len.data();
+  p.page_size = shape.page_size;
+  p.num_kv_heads = shape.num_kv_heads;
+  p.num_qo_heads = a.num_qo_heads;
+  p.num_splits = splits;
+  p.scale_log2 = a.scale * kLog2e;
+  if (splits > 1) {
+    const std::size_t rows = static_cast<std::size_t>(batch) * a.num_qo_heads;
+    const std::size_t lse_floats = rows * splits;
+    const std::size_t o_floats = lse_floats * shape.head_dim;
+    if (ws.partial_o.size() < o_floats) ws.partial_o = course::DeviceBuffer<float>(o_floats);
+    if (ws.partial_lse.size() < lse_floats)
+      ws.partial_lse = course::DeviceBuffer<float>(lse_floats);
+    p.partial_o = ws.partial_o.data();
+    p.partial_lse = ws.partial_lse.data();
+  }
+  if (shape.head_dim == 64)
+    launch_all<T, 64>(p, batch, ratio);
+  else
+    launch_all<T, 128>(p, batch, ratio);
+}
+
+}  // namespace
+
+void decode_attention(const DecodeArgs<half>& args, const PagedKv& kv, DecodeWorkspace& workspace,
+                      int num_splits) {
+  decode_attention_impl(args, kv, workspace, num_splits);
+}
+
+void decode_attention(const DecodeArgs<bfloat16>& args, const PagedKv& kv,
+                      DecodeWorkspace& workspace, int num_splits) {
+  decode_attention_impl(args, kv, workspace, num_splits);
+}
+
+}  // namespace d11

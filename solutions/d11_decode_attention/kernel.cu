@@ -1,0 +1,594 @@
+// Day 11 — reference solution: decode attention over a paged KV cache, with split-KV.
+//
+//   validate_decode            Exercise 1: the page table checked on the host (lesson §3.3)
+//   decode_attention_kernel    Exercise 2: one block per (sequence, KV head, split), every query
+//                              head of the group; K/V tiles in a cp.async ring (lesson §4-§5)
+//   split_range_of, merge_splits_kernel
+//                              Exercise 3: split-KV and the merge by log-sum-exp (lesson §6)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "course/check.h"
+#include "course/device.h"
+#include "course/vec.cuh"
+#include "course/warp.cuh"
+#include "lab.h"
+
+namespace d11 {
+
+using course::kFullMask;
+using course::kWarpSize;
+using course::to_float;
+using course::Vec;
+
+constexpr int kThreads = 128;  // 4 warps per block
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kStages = 4;          // tiles in the cp.async ring (Day 7, lesson §5)
+constexpr int kChunkElems = 8;      // one 16-byte chunk of half or bfloat16
+constexpr int kTokensPerGroup = 4;  // tokens one lane group handles per tile
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// The thread-to-data mapping of a tile (lesson §5.1). A lane group is the kLanesPerToken lanes
+// that together hold one token's row of head_dim elements, 8 each (one 16-byte chunk): 16 lanes
+// for head_dim 128, 8 for 64. The warp holds kGroupsPerWarp groups, the block kGroups, and group
+// k handles tokens k * kTokensPerGroup .. + kTokensPerGroup of every tile. So a tile is
+// kGroups * kTokensPerGroup tokens (32 for head_dim 128, 64 for 64: 16 KB of K and V either way).
+template <int kHeadDim>
+struct TileShape {
+  static constexpr int kLanesPerToken = kHeadDim / kChunkElems;
+  static constexpr int kGroupsPerWarp = kWarpSize / kLanesPerToken;
+  static constexpr int kGroups = kWarps * kGroupsPerWarp;
+  static constexpr int kTokens = kGroups * kTokensPerGroup;
+  static constexpr int kChunks = kTokens * kLanesPerToken;  // 16-byte chunks of K (and of V)
+  static constexpr int kChunksPerThread = kChunks / kThreads;
+  static constexpr int kStageElems = 2 * kTokens * kHeadDim;  // K tile, then V tile
+  static_assert(kWarpSize % kLanesPerToken == 0, "a token's lanes must not straddle warps");
+  static_assert(kChunks % kThreads == 0, "every thread copies the same number of chunks");
+};
+
+template <class T>
+struct KernelParams {
+  const T* q;
+  const T* k_cache;
+  const T* v_cache;
+  T* o;
+  float* lse;
+  float* partial_o;    // split-KV only: [batch, num_qo_heads, num_splits, head_dim]
+  float* partial_lse;  // split-KV only: [batch, num_qo_heads, num_splits]
+  const std::int32_t* indptr;
+  const std::int32_t* page_indices;
+  const std::int32_t* last_page_len;
+  int page_size;
+  int num_kv_heads;
+  int num_qo_heads;
+  int num_splits;
+  float scale_log2;  // scale * log2(e): the kernel works with exp2 (lesson §4.3)
+};
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 3 (a) — the tokens of split `split` (lesson §6.1): contiguous ranges of
+// ceil(len / num_splits) tokens; the last splits of a short sequence are empty.
+__host__ __device__ inline SplitRange split_range_of(std::int64_t len, int num_splits, int split) {
+  const std::int64_t chunk = (len + num_splits - 1) / num_splits;
+  SplitRange r;
+  r.begin = split * chunk < len ? split * chunk : len;
+  r.end = r.begin + chunk < len ? r.begin + chunk : len;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Given: cp.async (Day 7). cp_async_16_zfill copies 16 bytes, or, when `valid` is false, reads
+// nothing and writes 16 zero bytes (src-size 0): the rows of a tile past the end of the
+// sequence are zeros, never stale data or NaN, so the masked tokens contribute exactly 0.
+__device__ __forceinline__ void cp_async_16_zfill(void* smem_dst, const void* global_src,
+                                                  bool valid) {
+  const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_dst));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global_src),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 2 (a) — one tile of K and V through the page table (lesson §5.2). Token i of the tile
+// is token tile_begin + i of the sequence: its page is pages[token / page_size], its row in the
+// page token % page_size, and its head's head_dim elements are contiguous in the NHD cache.
+// Thread t copies chunks t, t + kThreads, ... of K and the same chunks of V (the same offsets in
+// the other tensor): kLanesPerToken consecutive threads read one 128- or 256-byte row.
+// Tokens at or past `end` are zero-filled. Every thread issues the same number of copies.
+template <class T, int kHeadDim>
+__device__ void load_kv_tile(T* stage, const KernelParams<T>& p,
+                             const std::int32_t* __restrict__ pages, int kv_head, int tile_begin,
+                             int end) {
+  using Shape = TileShape<kHeadDim>;
+  T* k_tile = stage;                              // [kTokens][kHeadDim]
+  T* v_tile = stage + Shape::kTokens * kHeadDim;  // [kTokens][kHeadDim]
+#pragma unroll
+  for (int j = 0; j < Shape::kChunksPerThread; ++j) {
+    const int c = j * kThreads + static_cast<int>(threadIdx.x);
+    const int i = c / Shape::kLanesPerToken, chunk = c % Shape::kLanesPerToken;  // token, chunk
+    const int token = tile_begin + i;
+    const bool valid = token < end;
+    std::int64_t offset = 0;  // element offset of the chunk in the cache; 0 when zero-filled
+    if (valid) {
+      const std::int64_t page = __ldg(pages + token / p.page_size);
+      const int slot = token % p.page_size;
+      offset =
+          ((page * p.page_size + slot) * p.num_kv_heads + kv_head) * kHeadDim + chunk * kChunkElems;
+    }
+    const int dst = i * kHeadDim + chunk * kChunkElems;
+    cp_async_16_zfill(k_tile + dst, p.k_cache + offset, valid);
+    cp_async_16_zfill(v_tile + dst, p.v_cache + offset, valid);
+  }
+}
+
+// The online-softmax state of one lane group for the kGroupSize query heads (lesson §4.2), in
+// base 2: m = the largest score seen (log2 units), l = sum of exp2(s - m), acc = sum of
+// exp2(s - m) * v over this lane's 8 dimensions.
+template <int kGroupSize>
+struct OnlineState {
+  float m[kGroupSize];
+  float l[kGroupSize];
+  float acc[kGroupSize][kChunkElems];
+};
+
+// Exercise 2 (b) — one tile (lesson §4.2, §5.3): this lane group's kTokensPerGroup tokens. Scores
+// first (each lane a partial dot product over its 8 dimensions, summed over the group's lanes by
+// xor shuffles that stay inside the group), masked to -inf past `valid`; then ONE rescale of
+// the state per tile by exp2(m_old - m_new), and the weighted values added.
+// NOTE: m_use replaces an m of -inf by 0: a group that has seen no token yet (m = -inf) would
+// otherwise compute exp2(-inf - -inf) = NaN.
+template <class T, int kHeadDim, int kGroupSize>
+__device__ void attend_tile(const T* stage, const float (&q)[kGroupSize][kChunkElems],
+                            OnlineState<kGroupSize>& st, int group, int part, int valid) {
+  using Shape = TileShape<kHeadDim>;
+  const T* k_tile = stage;
+  const T* v_tile = stage + Shape::kTokens * kHeadDim;
+  float s[kGroupSize][kTokensPerGroup];
+#pragma unroll
+  for (int j = 0; j < kTokensPerGroup; ++j) {
+    const int i = group * kTokensPerGroup + j;  // token in the tile
+    Vec<T, kChunkElems> kv;
+    kv.load(k_tile + i * kHeadDim + part * kChunkElems);
+    float k[kChunkElems];
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) k[e] = to_float(kv[e]);
+#pragma unroll
+    for (int g = 0; g < kGroupSize; ++g) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kChunkElems; ++e) dot = fmaf(q[g][e], k[e], dot);
+      s[g][j] = dot;
+    }
+  }
+  // INVARIANT: every lane of the warp reaches these shuffles (no lane returns early), and an
+  // offset below kLanesPerToken only pairs lanes of the same group.
+#pragma unroll
+  for (int g = 0; g < kGroupSize; ++g)
+#pragma unroll
+    for (int j = 0; j < kTokensPerGroup; ++j)
+#pragma unroll
+      for (int offset = Shape::kLanesPerToken / 2; offset > 0; offset /= 2)
+        s[g][j] += __shfl_xor_sync(kFullMask, s[g][j], offset);
+#pragma unroll
+  for (int j = 0; j < kTokensPerGroup; ++j)
+    if (group * kTokensPerGroup + j >= valid)
+#pragma unroll
+      for (int g = 0; g < kGroupSize; ++g) s[g][j] = -INFINITY;
+#pragma unroll
+  for (int g = 0; g < kGroupSize; ++g) {
+    float m_new = st.m[g];
+#pragma unroll
+    for (int j = 0; j < kTokensPerGroup; ++j) m_new = fmaxf(m_new, s[g][j]);
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const float alpha = exp2f(st.m[g] - m_use);  // 0 when m was -inf; 1 when the max held
+    st.m[g] = m_new;
+    st.l[g] *= alpha;
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) st.acc[g][e] *= alpha;
+#pragma unroll
+    for (int j = 0; j < kTokensPerGroup; ++j) {
+      s[g][j] = exp2f(s[g][j] - m_use);  // the weight of token j; 0 when masked
+      st.l[g] += s[g][j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kTokensPerGroup; ++j) {
+    const int i = group * kTokensPerGroup + j;
+    Vec<T, kChunkElems> vv;
+    vv.load(v_tile + i * kHeadDim + part * kChunkElems);
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) {
+      const float v = to_float(vv[e]);
+#pragma unroll
+      for (int g = 0; g < kGroupSize; ++g) st.acc[g][e] = fmaf(s[g][j], v, st.acc[g][e]);
+    }
+  }
+}
+
+// Exercise 2 (c) — the block's kGroups states merged in shared memory, and the result written
+// (lesson §4.4). `scratch` reuses the stages (every copy has landed and every warp is done with
+// them). Each group writes its acc, m and l; thread g < kGroupSize finds head g's overall max m
+// and sum L = sum_k l_k * exp2(m_k - m), and each group's weight exp2(m_k - m) / L; then every
+// output element is the weighted sum of the groups' acc. A split writes float32 partials; the
+// whole sequence writes o in T and lse in natural log: lse = (m + log2 L) * ln 2.
+template <class T, int kHeadDim, int kGroupSize, bool kSplit>
+__device__ void finish_block(float* scratch, const OnlineState<kGroupSize>& st,
+                             const KernelParams<T>& p, int group, int part, int b, int kv_head,
+                             int split) {
+  using Shape = TileShape<kHeadDim>;
+  constexpr int kStates = Shape::kGroups * kGroupSize;
+  float* acc_s = scratch;                   // [kGroups][kGroupSize][kHeadDim]
+  float* m_s = acc_s + kStates * kHeadDim;  // [kGroups][kGroupSize]
+  float* l_s = m_s + kStates;               // [kGroups][kGroupSize]
+  float* weight_s = l_s + kStates;          // [kGroups][kGroupSize]
+#pragma unroll
+  for (int g = 0; g < kGroupSize; ++g) {
+    float* dst = acc_s + (group * kGroupSize + g) * kHeadDim + part * kChunkElems;
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) dst[e] = st.acc[g][e];
+    if (part == 0) {
+      m_s[group * kGroupSize + g] = st.m[g];
+      l_s[group * kGroupSize + g] = st.l[g];
+    }
+  }
+  __syncthreads();
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid < kGroupSize) {
+    const int g = tid;
+    float m = -INFINITY;
+    for (int k = 0; k < Shape::kGroups; ++k) m = fmaxf(m, m_s[k * kGroupSize + g]);
+    const float m_use = m == -INFINITY ? 0.0f : m;
+    float total = 0.0f;
+    for (int k = 0; k < Shape::kGroups; ++k)
+      total += l_s[k * kGroupSize + g] * exp2f(m_s[k * kGroupSize + g] - m_use);
+    const float inv_total = total > 0.0f ? 1.0f / total : 0.0f;  // 0: an empty split
+    for (int k = 0; k < Shape::kGroups; ++k)
+      weight_s[k * kGroupSize + g] = exp2f(m_s[k * kGroupSize + g] - m_use) * inv_total;
+    const float lse = total > 0.0f ? (m + log2f(total)) * kLn2 : -INFINITY;
+    const std::int64_t row =
+        static_cast<std::int64_t>(b) * p.num_qo_heads + kv_head * kGroupSize + g;
+    if constexpr (kSplit)
+      p.partial_lse[row * p.num_splits + split] = lse;
+    else
+      p.lse[row] = lse;
+  }
+  __syncthreads();
+  for (int idx = tid; idx < kGroupSize * kHeadDim; idx += kThreads) {
+    const int g = idx / kHeadDim, d = idx % kHeadDim;  // head in the group, dimension
+    float o = 0.0f;
+    for (int k = 0; k < Shape::kGroups; ++k)
+      o = fmaf(acc_s[(k * kGroupSize + g) * kHeadDim + d], weight_s[k * kGroupSize + g], o);
+    const std::int64_t row =
+        static_cast<std::int64_t>(b) * p.num_qo_heads + kv_head * kGroupSize + g;
+    if constexpr (kSplit)
+      p.partial_o[(row * p.num_splits + split) * kHeadDim + d] = o;
+    else
+      p.o[row * kHeadDim + d] = course::from_float<T>(o);
+  }
+}
+
+// Exercise 2 — decode attention (lesson §4-§6). Block (split, kv_head, b) attends the kGroupSize
+// query heads kv_head * kGroupSize .. of sequence b to the tokens of its split (the whole
+// sequence when !kSplit), streaming K/V tiles through a ring of kStages cp.async stages exactly
+// as Day 7's GEMV streams W (lesson 7 §5): wait for tile t, barrier, issue tile t + kStages - 1
+// into the stage tile t - 1 used, compute tile t.
+template <class T, int kHeadDim, int kGroupSize, bool kSplit>
+__global__ void __launch_bounds__(kThreads) decode_attention_kernel(const KernelParams<T> p) {
+  using Shape = TileShape<kHeadDim>;
+  extern __shared__ __align__(128) unsigned char dynamic_smem[];
+  T* stages = reinterpret_cast<T*>(dynamic_smem);  // [kStages][kStageElems]
+  const int split = static_cast<int>(blockIdx.x), kv_head = static_cast<int>(blockIdx.y);
+  const int b = static_cast<int>(blockIdx.z);
+  const std::int32_t first_page = p.indptr[b];
+  const int len = (p.indptr[b + 1] - first_page - 1) * p.page_size + p.last_page_len[b];
+  const SplitRange range = kSplit ? split_range_of(len, p.num_splits, split)
+                                  : SplitRange{0, static_cast<std::int64_t>(len)};
+  const int begin = static_cast<int>(range.begin), end = static_cast<int>(range.end);
+  const std::int32_t* pages = p.page_indices + first_page;
+
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int group = warp * Shape::kGroupsPerWarp + lane / Shape::kLanesPerToken;  // lane group
+  const int part = lane % Shape::kLanesPerToken;  // this lane's dimensions: part * 8 .. + 8
+
+  // q of the group's heads, this lane's 8 dimensions, times scale * log2(e).
+  float q[kGroupSize][kChunkElems];
+#pragma unroll
+  for (int g = 0; g < kGroupSize; ++g) {
+    const std::int64_t row =
+        static_cast<std::int64_t>(b) * p.num_qo_heads + kv_head * kGroupSize + g;
+    Vec<T, kChunkElems> qv;
+    qv.load(p.q + row * kHeadDim + part * kChunkElems);
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) q[g][e] = to_float(qv[e]) * p.scale_log2;
+  }
+  OnlineState<kGroupSize> st;
+#pragma unroll
+  for (int g = 0; g < kGroupSize; ++g) {
+    st.m[g] = -INFINITY;
+    st.l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kChunkElems; ++e) st.acc[g][e] = 0.0f;
+  }
+
+  const int tiles = (end - begin + Shape::kTokens - 1) / Shape::kTokens;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles)
+      load_kv_tile<T, kHeadDim>(stages + s * Shape::kStageElems, p, pages, kv_head,
+                                begin + s * Shape::kTokens, end);
+    cp_async_commit();  // always: group s is tile s, even when it is empty
+  }
+  int read_stage = 0, write_stage = kStages - 1;
+  for (int t = 0; t < tiles; ++t) {
+    cp_async_wait<kStages - 2>();  // tile t has landed (this thread's copies of it)
+    __syncthreads();  // ... every thread's; and tile t - 1 (in write_stage) is no longer read
+    const int ahead = t + kStages - 1;
+    if (ahead < tiles)
+      load_kv_tile<T, kHeadDim>(stages + write_stage * Shape::kStageElems, p, pages, kv_head,
+                                begin + ahead * Shape::kTokens, end);
+    cp_async_commit();
+    const int tile_begin = begin + t * Shape::kTokens;
+    attend_tile<T, kHeadDim, kGroupSize>(stages + read_stage * Shape::kStageElems, q, st, group,
+                                         part, end - tile_begin);
+    read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+    write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();  // (only empty groups are left: nothing lands in the scratch below)
+  __syncthreads();     // every warp is done with the stages: they become the merge's scratch
+  finish_block<T, kHeadDim, kGroupSize, kSplit>(reinterpret_cast<float*>(dynamic_smem), st, p,
+                                                group, part, b, kv_head, split);
+}
+
+// Exercise 3 (b) — the merge of the splits (lesson §6.2). One warp per (sequence, query head)
+// row: m = max_s lse_s, w_s = exp(lse_s - m), o = sum_s w_s o_s / sum_s w_s, lse = m + log(sum_s
+// w_s). Lane l holds dimensions l * kDims .. + kDims. An empty split (lse = -inf) has w = 0.
+constexpr int kMergeThreads = 128;
+constexpr int kMergeWarps = kMergeThreads / kWarpSize;
+
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(kMergeThreads)
+    merge_splits_kernel(const float* __restrict__ partial_o, const float* __restrict__ partial_lse,
+                        T* __restrict__ o, float* __restrict__ lse, std::int64_t rows,
+                        int num_splits) {
+  constexpr int kDims = kHeadDim / kWarpSize;  // 4 or 2 floats per lane
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kMergeWarps +
+                           static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  // INVARIANT: row is the same for all 32 lanes: a warp leaves whole, so warp_max below always
+  // finds every lane present.
+  if (row >= rows) return;
+  const float* row_lse = partial_lse + row * num_splits;
+  float m = -INFINITY;
+  for (int s = lane; s < num_splits; s += kWarpSize) m = fmaxf(m, row_lse[s]);
+  m = course::warp_max(m);
+  const float m_use = m == -INFINITY ? 0.0f : m;
+  float acc[kDims] = {};
+  float total = 0.0f;
+  for (int s = 0; s < num_splits; ++s) {
+    const float w = expf(row_lse[s] - m_use);
+    total += w;
+    Vec<float, kDims> part;
+    part.load(partial_o + (row * num_splits + s) * kHeadDim + lane * kDims);
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) acc[e] = fmaf(w, part[e], acc[e]);
+  }
+  const float inv_total = total > 0.0f ? 1.0f / total : 0.0f;
+#pragma unroll
+  for (int e = 0; e < kDims; ++e)
+    o[row * kHeadDim + lane * kDims + e] = course::from_float<T>(acc[e] * inv_total);
+  if (lane == 0) lse[row] = total > 0.0f ? m + logf(total) : -INFINITY;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+// Exercise 1 — the page table and shapes checked on the host (lesson §3.3).
+void validate_decode(const CacheShape& shape, const PageTable& table, int num_qo_heads) {
+  using course::require;
+  using std::to_string;
+  const std::string f = "decode_attention: ";
+  require(shape.page_size >= 1,
+          f + "page_size = " + to_string(shape.page_size) + " must be at least 1 token");
+  require(shape.num_pages >= 1 && shape.num_pages <= std::numeric_limits<std::int32_t>::max(),
+          f + "num_pages = " + to_string(shape.num_pages) +
+              " must be in 1 .. 2^31 - 1 (page indices are int32)");
+  require(shape.num_kv_heads >= 1,
+          f + "num_kv_heads = " + to_string(shape.num_kv_heads) + " must be at least 1");
+  require(shape.head_dim == 64 || shape.head_dim == 128,
+          f + "head_dim = " + to_string(shape.head_dim) + " is not supported (64 or 128)");
+  require(num_qo_heads >= 1 && num_qo_heads % shape.num_kv_heads == 0,
+          f + "num_qo_heads = " + to_string(num_qo_heads) +
+              " is not a positive multiple of num_kv_heads = " + to_string(shape.num_kv_heads) +
+              " (grouped-query attention: each KV head serves num_qo_heads / num_kv_heads query "
+              "heads)");
+  const int batch = table.batch();
+  require(batch >= 1, f + "the batch is empty (last_page_len has no entry)");
+  require(table.indptr.size() == static_cast<std::size_t>(batch) + 1,
+          f + "indptr has " + to_string(table.indptr.size()) +
+              " entries, expected batch + 1 = " + to_string(batch + 1));
+  require(table.indptr[0] == 0, f + "indptr[0] = " + to_string(table.indptr[0]) + ", expected 0");
+  for (int b = 0; b < batch; ++b) {
+    const std::int64_t pages = static_cast<std::int64_t>(table.indptr[b + 1]) - table.indptr[b];
+    require(pages >= 0, f + "indptr decreases at sequence " + to_string(b) + " (indptr[" +
+                            to_string(b) + "] = " + to_string(table.indptr[b]) + " > indptr[" +
+                            to_string(b + 1) + "] = " + to_string(table.indptr[b + 1]) + ")");
+    require(pages >= 1, f + "sequence " + to_string(b) +
+                            " has no page (every sequence holds at least its new token)");
+  }
+  require(static_cast<std::size_t>(table.indptr[batch]) == table.page_indices.size(),
+          f + "indptr[batch] = " + to_string(table.indptr[batch]) + " but page_indices has " +
+              to_string(table.page_indices.size()) + " entries");
+  for (std::size_t i = 0; i < table.page_indices.size(); ++i)
+    require(table.page_indices[i] >= 0 && table.page_indices[i] < shape.num_pages,
+            f + "page_indices[" + to_string(i) + "] = " + to_string(table.page_indices[i]) +
+                " is out of range: the cache has pages 0 .. " + to_string(shape.num_pages - 1));
+  for (int b = 0; b < batch; ++b) {
+    const int last = table.last_page_len[b];
+    require(last >= 1 && last <= shape.page_size,
+            f + "last_page_len[" + to_string(b) + "] = " + to_string(last) +
+                " does not fit a page: expected 1 .. page_size = " + to_string(shape.page_size));
+    const std::int64_t pages = table.indptr[b + 1] - table.indptr[b];
+    require((pages - 1) * shape.page_size + last <= std::numeric_limits<std::int32_t>::max(),
+            f + "sequence " + to_string(b) + " is longer than 2^31 - 1 tokens");
+  }
+}
+
+std::int64_t sequence_length(const PageTable& table, int page_size, int b) {
+  const std::int64_t pages = table.indptr[b + 1] - table.indptr[b];
+  return (pages - 1) * page_size + table.last_page_len[b];
+}
+
+PagedKv upload_paged_kv(const CacheShape& shape, const PageTable& table) {
+  validate_decode(shape, table, shape.num_kv_heads);
+  PagedKv kv;
+  kv.shape = shape;
+  kv.table = table;
+  kv.indptr = course::DeviceBuffer<std::int32_t>(table.indptr);
+  kv.page_indices = course::DeviceBuffer<std::int32_t>(table.page_indices);
+  kv.last_page_len = course::DeviceBuffer<std::int32_t>(table.last_page_len);
+  for (int b = 0; b < table.batch(); ++b)
+    kv.max_len = std::max(kv.max_len, sequence_length(table, shape.page_size, b));
+  return kv;
+}
+
+SplitRange split_range(std::int64_t len, int num_splits, int split) {
+  course::require(len >= 0 && num_splits >= 1 && split >= 0 && split < num_splits,
+                  "split_range: expected len >= 0 and 0 <= split < num_splits");
+  return split_range_of(len, num_splits, split);
+}
+
+int choose_num_splits(int batch, int num_kv_heads, std::int64_t max_len, int sm_count) {
+  const std::int64_t blocks = static_cast<std::int64_t>(batch) * num_kv_heads;
+  const std::int64_t wanted = (2 * static_cast<std::int64_t>(sm_count) + blocks - 1) / blocks;
+  const std::int64_t by_length = std::max<std::int64_t>(1, max_len / kMinSplitTokens);
+  return static_cast<int>(std::clamp<std::int64_t>(std::min(wanted, by_length), 1, kMaxSplits));
+}
+
+namespace {
+
+template <class T, int kHeadDim, int kGroupSize, bool kSplit>
+void launch_attention(const KernelParams<T>& p, int batch) {
+  using Shape = TileShape<kHeadDim>;
+  constexpr std::size_t smem = static_cast<std::size_t>(kStages) * Shape::kStageElems * sizeof(T);
+  constexpr std::size_t scratch =
+      sizeof(float) * Shape::kGroups * kGroupSize * (kHeadDim + 3);  // finish_block's
+  static_assert(scratch <= smem, "the merge scratch must fit in the stages it reuses");
+  auto kernel = decode_attention_kernel<T, kHeadDim, kGroupSize, kSplit>;
+  COURSE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const dim3 grid(p.num_splits, p.num_kv_heads, batch);
+  kernel<<<grid, kThreads, smem>>>(p);
+  COURSE_LAUNCH_CHECK();
+}
+
+template <class T, int kHeadDim, bool kSplit>
+void launch_ratio(const KernelParams<T>& p, int batch, int ratio) {
+  switch (ratio) {
+    case 1:
+      return launch_attention<T, kHeadDim, 1, kSplit>(p, batch);
+    case 4:
+      return launch_attention<T, kHeadDim, 4, kSplit>(p, batch);
+    case 8:
+      return launch_attention<T, kHeadDim, 8, kSplit>(p, batch);
+  }
+}
+
+template <class T, int kHeadDim>
+void launch_all(const KernelParams<T>& p, int batch, int ratio) {
+  if (p.num_splits == 1) return launch_ratio<T, kHeadDim, false>(p, batch, ratio);
+  launch_ratio<T, kHeadDim, true>(p, batch, ratio);
+  const std::int64_t rows = static_cast<std::int64_t>(batch) * p.num_qo_heads;
+  const auto blocks = static_cast<unsigned>((rows + kMergeWarps - 1) / kMergeWarps);
+  merge_splits_kernel<T, kHeadDim>
+      <<<blocks, kMergeThreads>>>(p.partial_o, p.partial_lse, p.o, p.lse, rows, p.num_splits);
+  COURSE_LAUNCH_CHECK();
+}
+
+template <class T>
+void decode_attention_impl(const DecodeArgs<T>& a, const PagedKv& kv, DecodeWorkspace& ws,
+                           int num_splits) {
+  using course::require;
+  const std::string f = "decode_attention: ";
+  const CacheShape& shape = kv.shape;
+  validate_decode(shape, kv.table, a.num_qo_heads);
+  const int batch = kv.table.batch();
+  require(kv.indptr.size() == kv.table.indptr.size() &&
+              kv.page_indices.size() == kv.table.page_indices.size() &&
+              kv.last_page_len.size() == kv.table.last_page_len.size(),
+          f + "the page table is not on the device: make the PagedKv with upload_paged_kv()");
+  const int ratio = a.num_qo_heads / shape.num_kv_heads;
+  require(ratio == 1 || ratio == 4 || ratio == 8,
+          f + "num_qo_heads / num_kv_heads = " + std::to_string(ratio) +
+              " is not one of the compiled group sizes (1, 4, 8)");
+  require(batch <= 65535 && shape.num_kv_heads <= 65535,
+          f + "batch and num_kv_heads must be at most 65535 (grid dimensions)");
+  require(a.q && a.k_cache && a.v_cache && a.o && a.lse, f + "a pointer is null");
+  require(course::is_aligned(a.q, 16) && course::is_aligned(a.k_cache, 16) &&
+              course::is_aligned(a.v_cache, 16) && course::is_aligned(a.o, 16),
+          f + "q, k_cache, v_cache and o must be 16-byte aligned (rows move in 16-byte chunks)");
+  require(num_splits == kAutoSplits || (num_splits >= 1 && num_splits <= kMaxSplits),
+          f + "num_splits = " + std::to_string(num_splits) + " must be kAutoSplits or 1 .. " +
+              std::to_string(kMaxSplits));
+  require(std::isfinite(a.scale), f + "scale must be finite");
+  const int splits = num_splits == kAutoSplits
+                         ? choose_num_splits(batch, shape.num_kv_heads, kv.max_len,
+                                             course::device_facts().sm_count)
+                         : num_splits;
+  KernelParams<T> p{};
+  p.q = a.q;
+  p.k_cache = a.k_cache;
+  p.v_cache = a.v_cache;
+  p.o = a.o;
+  p.lse = a.lse;
+  p.indptr = kv.indptr.data();
+  p.page_indices = kv.page_indices.data();
+  p.last_page_len = kv.last_page_len.data();
+  p.page_size = shape.page_size;
+  p.num_kv_heads = shape.num_kv_heads;
+  p.num_qo_heads = a.num_qo_heads;
+  p.num_splits = splits;
+  p.scale_log2 = a.scale * kLog2e;
+  if (splits > 1) {
+    const std::size_t rows = static_cast<std::size_t>(batch) * a.num_qo_heads;
+    const std::size_t lse_floats = rows * splits;
+    const std::size_t o_floats = lse_floats * shape.head_dim;
+    if (ws.partial_o.size() < o_floats) ws.partial_o = course::DeviceBuffer<float>(o_floats);
+    if (ws.partial_lse.size() < lse_floats)
+      ws.partial_lse = course::DeviceBuffer<float>(lse_floats);
+    p.partial_o = ws.partial_o.data();
+    p.partial_lse = ws.partial_lse.data();
+  }
+  if (shape.head_dim == 64)
+    launch_all<T, 64>(p, batch, ratio);
+  else
+    launch_all<T, 128>(p, batch, ratio);
+}
+
+}  // namespace
+
+void decode_attention(const DecodeArgs<half>& args, const PagedKv& kv, DecodeWorkspace& workspace,
+                      int num_splits) {
+  decode_attention_impl(args, kv, workspace, num_splits);
+}
+
+void decode_attention(const DecodeArgs<bfloat16>& args, const PagedKv& kv,
+                      DecodeWorkspace& workspace, int num_splits) {
+  decode_attention_impl(args, kv, workspace, num_splits);
+}
+
+}  // namespace d11
