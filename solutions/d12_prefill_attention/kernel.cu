@@ -392,17 +392,18 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
     }
   }
   __syncwarp();  // the warp's staged rows are complete before its lanes read them back
-  using Chunk = course::Vec<T, kChunkElems>;
+  // NOTE: 16 bytes as a Vec of four 32-bit words, not of eight T: nvcc 13 copies a Vec<T, 8>
+  // of a 16-bit T with four 4-byte stores here (the SASS shows STG.E, not STG.E.128).
+  using Chunk = course::Vec<std::uint32_t, 4>;
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp * kChunks / kWarpSize; ++i) {
     const int idx = i * kWarpSize + lane;
     const int row = idx / kChunks, c = idx % kChunks;  // row of the warp, chunk of the row
     const int q_row = q0 + warp * kRowsPerWarp + row;  // in the sequence
     if (q_row < len_q) {
-      Chunk v;
-      v.load(o_s + swizzle(row, c, kChunks) * kChunkElems);
-      v.store(args.o + (q_start + q_row) * q_stride + static_cast<std::int64_t>(head) * kHeadDim +
-              c * kChunkElems);
+      const Chunk v = *reinterpret_cast<const Chunk*>(o_s + swizzle(row, c, kChunks) * kChunkElems);
+      *reinterpret_cast<Chunk*>(args.o + (q_start + q_row) * q_stride +
+                                static_cast<std::int64_t>(head) * kHeadDim + c * kChunkElems) = v;
     }
   }
   if (tq == 0) {
