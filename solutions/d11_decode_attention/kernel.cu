@@ -28,7 +28,7 @@ using course::Vec;
 
 constexpr int kThreads = 128;  // 4 warps per block
 constexpr int kWarps = kThreads / kWarpSize;
-constexpr int kStages = 4;          // tiles in the cp.async ring (Day 7, lesson §5)
+constexpr int kStages = 3;          // tiles in the cp.async ring (Day 7, lesson §5): 48 KB a block
 constexpr int kChunkElems = 8;      // one 16-byte chunk of half or bfloat16
 constexpr int kTokensPerGroup = 4;  // tokens one lane group handles per tile
 constexpr float kLog2e = 1.4426950408889634f;
