@@ -218,8 +218,9 @@ constexpr int kWtLanesN = kWtSubWidth / kWtTN;                // 4 lanes across 
 constexpr int kWtLanesM = 32 / kWtLanesN;                     // 8 lanes down
 constexpr int kWtWarpsN = kWtBN / kWtWN;                      // 4
 constexpr int kWtThreads = (kWtBM / kWtWM) * kWtWarpsN * 32;  // 256
-constexpr int kWtALoads = kWtBM * kWtBK / 4 / kWtThreads;     // float4 of A per thread: 2
-constexpr int kWtBLoads = kWtBK * kWtBN / 4 / kWtThreads;     // float4 of B per thread: 2
+// float4s of A and of B per thread per K-tile: 2 each
+constexpr int kWtALoads = kWtBM * kWtBK / 4 / kWtThreads;
+constexpr int kWtBLoads = kWtBK * kWtBN / 4 / kWtThreads;
 static_assert(kWtLanesM * kWtTM == kWtWM, "the lanes cover the warp tile's rows");
 static_assert(kWtBM * kWtBK % (4 * kWtThreads) == 0 && kWtBK * kWtBN % (4 * kWtThreads) == 0,
               "every thread loads whole float4s of both tiles");
@@ -362,7 +363,8 @@ __host__ __device__ constexpr int swizzle_chunk(int row, int chunk, int row_chun
 constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 32, kMmaStages = 4;
 constexpr int kMmaWarpsM = 2, kMmaWarpsN = 4;
 constexpr int kMmaWM = kMmaBM / kMmaWarpsM, kMmaWN = kMmaBN / kMmaWarpsN;  // 64 x 64
-constexpr int kMmaTilesM = kMmaWM / 16, kMmaTilesN = kMmaWN / 8;           // 4 x 8 mma tiles
+constexpr int kMmaTilesM = kMmaWM / 16;  // 4 x 8 mma tiles of 16 x 8
+constexpr int kMmaTilesN = kMmaWN / 8;
 constexpr int kMmaThreads = 32 * kMmaWarpsM * kMmaWarpsN;                  // 256
 constexpr int kChunkElems = 8;                                             // bfloat16 per 16 B
 constexpr int kMmaKChunks = kMmaBK / kChunkElems;                          // 4 per K-major row
