@@ -55,7 +55,7 @@ std::string coord_text(FragCoord c) {
 // nearest inside an instruction, so an addition is allowed a full ulp (2^-23), not half:
 //   |got - ref| <= K * 2^-23 * S          (kAccumulationUlp = 2^-23)
 // a worst case, far above what the hardware does, yet far below a dropped or doubled product
-// for the K of the tests (one product is about S / K, above the bound for K up to ~2000).
+// for the K of the tests (one product is about S / K, above the bound for K below ~2900).
 constexpr double kAccumulationUlp = 0x1p-23;
 
 struct GemmShape {
