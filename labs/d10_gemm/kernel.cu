@@ -113,10 +113,11 @@ __global__ void __launch_bounds__(kVecThreads)
 // among 8 warps of 64 x 32 (2 along M, 4 along N); a warp's tile is two 64 x 16 sub-tiles side
 // by side, and in each a lane owns an 8 x 4 block (8 lanes down, 4 across). A lane's 8 x 8
 // outputs thus come from 2 float4 of A and 2 float4 of B per k, read by 8 and 4 distinct lanes
-// of the warp (the others get broadcasts). Shared memory is double-buffered with K-tiles of 16:
+// of the warp (the others get broadcasts). Shared memory is double-buffered with K-tiles of 8:
 // the next tile's float4 loads are issued into registers before the current tile is computed,
-// and stored into the other buffer after it, so one barrier per K-tile suffices.
-constexpr int kWtBM = 128, kWtBN = 128, kWtBK = 16;
+// and stored into the other buffer after it, so one barrier per K-tile suffices. At most 128
+// registers (__launch_bounds__(256, 2)): two blocks per SM hide each other's barriers.
+constexpr int kWtBM = 128, kWtBN = 128, kWtBK = 8;
 constexpr int kWtWM = 64, kWtWN = 32;                         // a warp's tile
 constexpr int kWtTM = 8, kWtTN = 4;                           // a lane's block in one sub-tile
 constexpr int kWtSubN = 2;                                    // sub-tiles along N in a warp tile
@@ -125,14 +126,14 @@ constexpr int kWtLanesN = kWtSubWidth / kWtTN;                // 4 lanes across 
 constexpr int kWtLanesM = 32 / kWtLanesN;                     // 8 lanes down
 constexpr int kWtWarpsN = kWtBN / kWtWN;                      // 4
 constexpr int kWtThreads = (kWtBM / kWtWM) * kWtWarpsN * 32;  // 256
-// float4s of A and of B per thread per K-tile: 2 each
+// float4s of A and of B per thread per K-tile: 1 each
 [[maybe_unused]] constexpr int kWtALoads = kWtBM * kWtBK / 4 / kWtThreads;
 [[maybe_unused]] constexpr int kWtBLoads = kWtBK * kWtBN / 4 / kWtThreads;
 static_assert(kWtLanesM * kWtTM == kWtWM, "the lanes cover the warp tile's rows");
 static_assert(kWtBM * kWtBK % (4 * kWtThreads) == 0 && kWtBK * kWtBN % (4 * kWtThreads) == 0,
               "every thread loads whole float4s of both tiles");
 
-__global__ void __launch_bounds__(kWtThreads)
+__global__ void __launch_bounds__(kWtThreads, 2)
     gemm_5_warp_tile_kernel(const float* __restrict__ A, const float* __restrict__ B,
                             float* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K) {
   // TODO(d10.5) (lesson §6): a_tile[2][kWtBK][kWtBM] (A transposed) and b_tile[2][kWtBK][kWtBN].
