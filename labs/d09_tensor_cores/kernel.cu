@@ -40,9 +40,10 @@ __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
 // accumulate a 16x16x16 product in float32. Which lane holds which element is the library's
 // business: fragments are opaque here (Exercise 2 opens them).
 constexpr int kWmmaWarps = 4;  // tiles of C per block
+constexpr int kWmmaThreads = kWmmaWarps * kWarpSize;
 
 template <class T>
-__global__ void __launch_bounds__(kWmmaWarps* kWarpSize)
+__global__ void __launch_bounds__(kWmmaThreads)
     wmma_gemm_kernel(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C,
                      std::int64_t M, std::int64_t N, std::int64_t K) {
   // TODO(d09.1) (lesson §3): tile = blockIdx.x * kWmmaWarps + warp (64-bit); return if tile >=
@@ -336,7 +337,7 @@ void launch_wmma(const char* who, const T* A, const T* B, float* C, std::int64_t
   const std::int64_t tiles = (M / kWmmaTile) * (N / kWmmaTile);
   const std::int64_t blocks = course::ceil_div<std::int64_t>(tiles, kWmmaWarps);
   course::require(blocks < (std::int64_t{1} << 31), name + ": too many tiles");
-  wmma_gemm_kernel<T><<<static_cast<unsigned>(blocks), kWmmaWarps * kWarpSize>>>(A, B, C, M, N, K);
+  wmma_gemm_kernel<T><<<static_cast<unsigned>(blocks), kWmmaThreads>>>(A, B, C, M, N, K);
   COURSE_LAUNCH_CHECK();
 }
 
