@@ -55,7 +55,17 @@ DEFAULT_EXERCISE_POINTS = 10.0  # an exercise whose tests declare no COURSE_POIN
 FULL_SPEED = 0.9  # a kernel at >= 90% of the solution's speed gets every benchmark point ...
 ZERO_SPEED = 0.5  # ... and at <= 50% none; linear in between
 SANITIZE_SECONDS = 300
-COMPILE_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+def usable_cores() -> int:
+    """The cores this process may run on: a Slurm task, `taskset` or a container's CPU set
+    gives fewer than the machine has (os.cpu_count()), and compiling with more at once only
+    makes every compile slower."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+COMPILE_SLOTS = threading.BoundedSemaphore(usable_cores())
 
 
 def speed_fraction(ratio: float) -> float:
