@@ -66,8 +66,24 @@ def key_benchmark(path):
     r = rows[0]
     if r.error:
         return {"name": r.name, "error": r.error}
+    vendor = r.counters.get("%vendor")
+    if vendor is not None:  # compute-bound (a GEMM): TFLOP/s against the vendor library
+        return {"name": r.name, "tflops": r.tflops, "median_us": r.median_us,
+                "pct": vendor, "of": " of vendor"}
     return {"name": r.name, "gbs": r.gbs, "pct": r.pct_copy, "tflops": r.tflops,
             "median_us": r.median_us}
+
+
+def vendor_rows(path):
+    """Every benchmark row measured against a vendor library in the same run (the counter
+    %vendor: cuBLAS's median over the row's, same shape and data), for the per-step lines."""
+    if not os.path.exists(path):
+        return []
+    try:
+        run = B.load(path)
+    except ValueError:
+        return []
+    return [r for r in run.rows if not r.error and "%vendor" in r.counters]
 
 
 def main():
@@ -161,7 +177,7 @@ def main():
             fig = f"{k['gbs']:.0f} GB/s" if k.get("gbs") else (
                 f"{k['tflops']:.1f} TFLOP/s" if k.get("tflops") else (
                     f"{k['median_us']:.3g} us" if k.get("median_us") else "-"))
-            pct = f"{k['pct']:.1f}%" if k.get("pct") is not None else "-"
+            pct = f"{k['pct']:.1f}%{k.get('of', '')}" if k.get("pct") is not None else "-"
         rows.append((day, f"{l.counts[R.FAILED]}/{crashes}/{l.passed}/{l.skipped}",
                      f"{s.passed}/{s.failed}/{s.skipped}",
                      f"{ss.passed}/{ss.total} ok, {ls.failed} fail on starter",
@@ -172,6 +188,14 @@ def main():
     print("-+-".join("-" * w for w in widths))
     for r in rows:
         print(fmt.format(*r))
+    steps = [(day, r) for day in days
+             for r in vendor_rows(os.path.join(a.dir, f"bench-{day}-solution.json"))]
+    if steps:
+        print("\nagainst the vendor library, same run (TFLOP/s, % of vendor):")
+        width = max(len(r.name) for _, r in steps)
+        for day, r in steps:
+            tflops = f"{r.tflops:7.1f} TFLOP/s" if r.tflops else f"{r.median_us:9.1f} us"
+            print(f"  {day} {r.name:<{width}} {tflops}  {r.counters['%vendor']:5.1f}%")
     gpu_harness = [t for t in harness if t.name.startswith("harness.gpu.")]
     if gpu_harness:
         h = R.tally(R.Case(t.name, t.status) for t in gpu_harness)
