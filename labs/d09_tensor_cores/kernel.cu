@@ -260,8 +260,9 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[kWgmmaRegs], std::uin
   // 0; }" with d[0..31] as "+f", desc_a and desc_b as "l", scale_d as "r", and a "memory"
   // clobber.
 }
-// The accumulators are written by the asynchronous wgmma until wait_group returns: this empty
-// asm, placed after the wait, keeps the compiler from reading them earlier.
+// The accumulators belong to the asynchronous wgmma from wgmma.fence until wait_group returns:
+// this empty asm, which "modifies" each of them, keeps the compiler from moving an ordinary
+// register write (the zeros) below the fence, or a read (the stores of C) above the wait.
 __device__ __forceinline__ void fence_registers(float (&d)[kWgmmaRegs]) {
 #pragma unroll
   for (int i = 0; i < kWgmmaRegs; ++i) asm volatile("" : "+f"(d[i])::"memory");
@@ -281,13 +282,13 @@ __global__ void __launch_bounds__(kWarpgroupThreads)
   // TODO(d09.7b) (lesson §8.4): dynamic shared memory: A's [64, K] then B's [kN, K], both laid
   // out by core_matrix_offset. Copy them in 16-byte chunks (one core-matrix row each: row =
   // j / (K / 8), k = 8 (j % (K / 8))); then asm "fence.proxy.async.shared::cta;" (the async proxy
-  // must see the stores) and __syncthreads(). float d[kN / 64][kWgmmaRegs] = 0;
-  // "wgmma.fence.sync.aligned;"; for each k16 step ks: desc_a = matrix_descriptor(smem_address(A's
-  // tile) + 256 ks, LBO = kCoreMatrixBytes, SBO = 16 K, swizzle 0); for each 64-column half h,
-  // desc_b likewise from B's tile + h * 8 * SBO; wgmma_m64n64k16(d[h], desc_a, desc_b, ks > 0).
-  // Then "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;",
-  // fence_registers(d[h]), and store: warp w, lane, register i of half h is C[16 w + row][64 h +
-  // 8 (i / 4) + col] with (row, col) = c_fragment(lane, i % 4).
+  // must see the stores) and __syncthreads(). float d[kN / 64][kWgmmaRegs] = 0 then
+  // fence_registers(d[h]); "wgmma.fence.sync.aligned;"; for each k16 step ks: desc_a =
+  // matrix_descriptor(smem_address(A's tile) + 256 ks, LBO = kCoreMatrixBytes, SBO = 16 K, swizzle
+  // 0); for each 64-column half h, desc_b likewise from B's tile + h * 8 * SBO;
+  // wgmma_m64n64k16(d[h], desc_a, desc_b, ks > 0). Then "wgmma.commit_group.sync.aligned;",
+  // "wgmma.wait_group.sync.aligned 0;", fence_registers(d[h]), and store: warp w, lane, register i
+  // of half h is C[16 w + row][64 h + 8 (i / 4) + col] with (row, col) = c_fragment(lane, i % 4).
 #else
   // NOTE: never runs: the launcher refuses every GPU but compute capability 9.0 (wgmma exists on
   // sm_90a only). The trap makes it loud if it ever did, and lets the SASS check tell this

@@ -403,8 +403,9 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[kWgmmaRegs], std::uin
       : "l"(desc_a), "l"(desc_b), "r"(scale_d)
       : "memory");
 }
-// The accumulators are written by the asynchronous wgmma until wait_group returns: this empty
-// asm, placed after the wait, keeps the compiler from reading them earlier.
+// The accumulators belong to the asynchronous wgmma from wgmma.fence until wait_group returns:
+// this empty asm, which "modifies" each of them, keeps the compiler from moving an ordinary
+// register write (the zeros) below the fence, or a read (the stores of C) above the wait.
 __device__ __forceinline__ void fence_registers(float (&d)[kWgmmaRegs]) {
 #pragma unroll
   for (int i = 0; i < kWgmmaRegs; ++i) asm volatile("" : "+f"(d[i])::"memory");
@@ -443,8 +444,10 @@ __global__ void __launch_bounds__(kWarpgroupThreads)
   for (int h = 0; h < kHalves; ++h)
 #pragma unroll
     for (int i = 0; i < kWgmmaRegs; ++i) d[h][i] = 0.0f;
+#pragma unroll
+  for (int h = 0; h < kHalves; ++h) fence_registers(d[h]);   // the zeros are written before ...
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");  // ... the fence that hands them over
   const std::uint32_t sbo = static_cast<std::uint32_t>(K) * 16;  // bytes between 8-row groups
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
   for (int ks = 0; ks < K / 16; ++ks) {
     const std::uint32_t step = static_cast<std::uint32_t>(ks) * 2 * kCoreMatrixBytes;
     const std::uint64_t desc_a =
