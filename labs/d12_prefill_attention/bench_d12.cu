@@ -1,6 +1,7 @@
 // Day 12 benchmarks: prefill attention, bfloat16, in TFLOP/s.
 //   BM_prefill_1_mma          batch x heads x len x len, head dim 64 or 128, causal or not
 //   BM_prefill_1_mma_ragged   one packed batch of eight sequences of different lengths
+//   BM_prefill_2_wgmma        the Hopper kernel (TMA, wgmma), head dim 128: an error row elsewhere
 // FLOPs: the two matrix products, 4 * len_q * len_kv * head_dim per head and sequence, halved
 // under the causal mask (FlashAttention's convention: 4 * b * h * L^2 * d / 2; the exact count of
 // visible pairs is L (L + 1) / 2, 0.02 % more at L = 4096). Bytes: q, k, v read once, o and lse
@@ -21,6 +22,7 @@
 
 #include "course/bench.h"
 #include "course/buffer.h"
+#include "course/device.h"
 #include "course/random.h"
 #include "course/reference/attention.h"
 #include "lab.h"
@@ -36,10 +38,15 @@ constexpr course::Tolerance kLseTolerance{2e-5, 2e-4};
 // (query row, head) pairs checked: each costs a len_kv x head_dim float64 attention on the host.
 constexpr std::int64_t kCheckedRows = 64;
 
-// Runs prefill_1_mma on a packed batch of sequences (len_q == len_kv for each), 32 heads.
+// Runs prefill_1_mma (or prefill_2_wgmma) on a packed batch of sequences (len_q == len_kv for
+// each), 32 heads.
 void bench_prefill(benchmark::State& state, const std::vector<int>& lengths, int dim, bool causal,
-                   bool key) {
+                   bool key, bool hopper = false) {
   constexpr int kHeads = 32;
+  if (hopper && course::device_facts().cc_major != 9) {
+    state.SkipWithError("needs compute capability 9.0 (Hopper): not timed on this GPU");
+    return;
+  }
   std::vector<std::int32_t> cu(1, 0);
   double pairs = 0.0;  // (query, key) pairs computed per head
   for (int n : lengths) {
@@ -71,12 +78,27 @@ void bench_prefill(benchmark::State& state, const std::vector<int>& lengths, int
   args.scale = static_cast<float>(scale);
   args.causal = causal;
 
-  const auto run = [&] { d12::prefill_1_mma(args); };
+  const auto run = [&] {
+    if (hopper) {
+      d12::prefill_2_wgmma(args);
+    } else {
+      d12::prefill_1_mma(args);
+    }
+  };
   const auto poison = [&] {
     d_o.poison();
     dlse.poison();
   };
   const auto check = [&] {
+    if (hopper) {
+      try {
+        d12::check_mbarrier_timeouts();
+      } catch (const std::exception& e) {
+        course::Comparison failed;
+        failed.message = e.what();
+        return failed;
+      }
+    }
     const auto got_o = d_o.download();
     const auto got_lse = dlse.download();
     std::vector<bfloat16> picked_o;
@@ -158,5 +180,15 @@ BENCHMARK(BM_prefill_1_mma_ragged)
     ->ArgNames({"dim", "causal"})
     ->Args({128, 1})
     ->Args({128, 0});
+
+// The Hopper kernel on the headline shape and its non-causal twin. range(0) = causal.
+void BM_prefill_2_wgmma(benchmark::State& state) {
+  bench_prefill(state, std::vector<int>(4, 4096), 128, state.range(0) != 0, false, true);
+}
+BENCHMARK(BM_prefill_2_wgmma)
+    ->Apply(course::bench::configure)
+    ->ArgNames({"causal"})
+    ->Arg(1)
+    ->Arg(0);
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Day 12 — your kernel. Read lessons/d12_prefill_attention.md first; README.md in this folder
 // lists the exercises. Replace each TODO block; keep the names, the template parameters and the
 // launchers (the tests call them through lab.h). Check with:  course check d12
+#include <cuda.h>  // CUtensorMap and its enums only: the driver is reached through the runtime
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -8,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -289,6 +292,245 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
 }
 
 // ---------------------------------------------------------------------------------------------
+// Exercise 6 — Hopper (lesson §9). Given: the mbarrier, TMA and wgmma instructions as small
+// functions, and the bounded wait of Day 7 (a phase that never completes makes the kernel record
+// it and return; check_mbarrier_timeouts() turns that into an error with a message).
+struct MbarrierTimeout {
+  int count;           // waits that gave up since the last check
+  int block;           // the first one's block (linear index)
+  long long expected;  // ... and the transaction bytes its barrier expected (0: an empty barrier)
+};
+__device__ MbarrierTimeout g_mbarrier_timeout;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, int arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals)
+               : "memory");
+}
+// The barrier inits must be visible to the async proxy (the TMA) before a copy completes on them.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory");
+}
+__device__ __forceinline__ bool mbarrier_try_wait_parity(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+// Waits for the phase `parity` of *bar for at most kMbarrierTimeoutNs; false when it gave up.
+__device__ bool mbarrier_wait_bounded(std::uint64_t* bar, std::uint32_t parity,
+                                      long long expected_bytes) {
+  const std::uint64_t start = global_timer_ns();
+  while (!mbarrier_try_wait_parity(bar, parity)) {
+    if (global_timer_ns() - start > static_cast<std::uint64_t>(kMbarrierTimeoutNs)) {
+      if (atomicAdd(&g_mbarrier_timeout.count, 1) == 0) {
+        g_mbarrier_timeout.block =
+            static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+        g_mbarrier_timeout.expected = expected_bytes;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+// The box of a 3-D tensor map at (c0, c1, c2) = (column, head, row) to shared memory; its bytes
+// count toward *bar's transaction count.
+__device__ __forceinline__ void tma_load_3d(void* smem_dst, const CUtensorMap* map, int c0, int c1,
+                                            int c2, std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_address(smem_dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
+      : "memory");
+}
+
+// A wgmma shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address,
+// leading and stride byte offsets (all >> 4), 128-byte swizzle (mode 1 in bits 62-63). Every tile
+// here starts on a 1024-byte boundary, where the swizzle pattern starts: base offset 0.
+__device__ __forceinline__ std::uint64_t smem_descriptor(const void* start, std::uint32_t lbo,
+                                                         std::uint32_t sbo) {
+  const std::uint64_t address = smem_address(start);
+  return ((address & 0x3FFFF) >> 4) | (static_cast<std::uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
+         (static_cast<std::uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (std::uint64_t{1} << 62);
+}
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// d (64 x 128, float32: 64 registers per thread) = or += A (64 x 16, shared memory, K-major) times
+// B (16 x 128, shared memory, K-major), by the 128 threads of a warpgroup.
+template <class T>
+__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], std::uint64_t desc_a,
+                                                    std::uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  } else {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  }
+}
+// d += A (64 x 16 in registers: a fragment per thread as mma.sync's, warp w owning rows
+// 16w .. 16w + 15) times B (16 x 128, shared memory, MN-major: imm-trans-b = 1).
+template <class T>
+__device__ __forceinline__ void wgmma_rs_m64n128k16_trans_b(float (&d)[64],
+                                                            const std::uint32_t (&a)[4],
+                                                            std::uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+  } else {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+  }
+}
+#endif
+
+// prefill_2_wgmma (lesson §9): head dim 128, blocks of kBlockM = 128 query rows and key tiles of
+// kHopperBlockN = 128, three warpgroups. Warpgroup 0 is the producer: its thread 0 loads the Q tile
+// and, for every key tile, the K and V tiles with the TMA (boxes of 64 columns = 128 bytes, the
+// widest the 128-byte swizzle takes: two per tile) into kHopperStages stages, each with a `full`
+// mbarrier (counted in bytes) and an `empty` one (the consumers' 8 warps arrive when they are done
+// with it). Warpgroups 1 and 2 are consumers of 64 query rows each: S = Q K^T by wgmma from shared
+// memory, the mask and the online softmax of Exercises 3-4 on the accumulators (the same
+// fragment layout per warp as mma.sync's), then O += P V by wgmma with P from registers and V
+// N-major from shared memory. Every wait is bounded. Layout of a tile in shared memory: [64-column
+// half][row][64], each half rows of 128 bytes swizzled by the TMA exactly as swizzle(r, c, 8).
+constexpr int kHopperHeadDim = 128;
+constexpr int kHopperBlockN = 128;
+constexpr int kHopperStages = 2;
+constexpr int kHopperThreads = 3 * 128;
+constexpr int kBoxCols = 64;                        // 128 bytes of a 16-bit type
+constexpr int kHalves = kHopperHeadDim / kBoxCols;  // boxes per row of a tile
+constexpr int kTileAlign = 1024;                    // the 128-byte swizzle's period
+constexpr int kHalfBytes = kBlockM * kBoxCols * 2;  // one box of 128 rows: 16 KiB
+constexpr int kTileBytes = kHalves * kHalfBytes;    // Q, K or V tile: 32 KiB
+static_assert(kHopperBlockN == kBlockM, "K, V and Q tiles have the same shape here");
+static_assert(kHalfBytes % kTileAlign == 0, "every box starts on a swizzle period");
+
+constexpr std::size_t hopper_smem_bytes() {
+  return kTileAlign + static_cast<std::size_t>(kTileBytes) * (1 + 2 * kHopperStages) +
+         sizeof(std::uint64_t) * (1 + 2 * kHopperStages);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kHopperThreads, 1)
+    prefill_2_wgmma_kernel(const PrefillArgs<T> args, const __grid_constant__ CUtensorMap q_map,
+                           const __grid_constant__ CUtensorMap k_map,
+                           const __grid_constant__ CUtensorMap v_map) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // TODO(d12.7) (lesson §9): the Hopper kernel, as the comment above describes. Carve the dynamic
+  // shared memory from its first 1024-byte boundary: Q (kTileBytes), kHopperStages K tiles,
+  // kHopperStages V tiles, then the mbarriers q_full, full[stages] (1 arrival) and
+  // empty[stages] (8 arrivals: the consumer warps). Thread 0 inits them, fence_barrier_init(),
+  // __syncthreads() (the last block-wide barrier). Warpgroup 0 (setmaxnreg.dec 40): thread 0
+  // issues Q (two tma_load_3d boxes at (64 h, head, q_start + q0), expect kTileBytes), then for
+  // each tile waits for `empty` (bounded) from the third tile on, expects 2 * kTileBytes and
+  // issues K and V. Warpgroups 1-2 (setmaxnreg.inc 232): wait q_full, then per tile wait full[s],
+  // S by 8 wgmma_ss_m64n128k16 (descriptors: 16 / 1024, 32 bytes per k16 step, box kk / 4),
+  // mask and online softmax as in TODO(d12.4a) and (d12.5) on s_acc[4 j + e], P packed as
+  // mma.sync's A fragments, wgmma_fence(), 8 wgmma_rs_m64n128k16_trans_b (V at 2048 bytes per
+  // k16 step, descriptors kHalfBytes / 1024), commit, wait, and one arrive on empty[s] per warp.
+  // The epilogue as TODO(d12.4c), straight from the registers.
+#else
+  // NOTE: never runs: the launcher refuses GPUs other than compute capability 9.0. The trap makes
+  // it loud if it ever did, and lets the SASS checks tell this architecture's kernel from an
+  // unwritten one (they look for HGMMA and UTMALDG, or this trap).
+  __trap();
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
 // Launchers.
 
 KvTileRange kv_tile_range(int q0, int len_q, int len_kv, bool causal, int block_m, int block_n) {
@@ -353,9 +595,96 @@ void prefill_1(const PrefillArgs<T>& args) {
   launch_prefill_1<T, 128>(args);
 }
 
+void require_hopper(const char* who) {
+  const auto& facts = course::device_facts();
+  course::require(facts.cc_major == 9,
+                  std::string(who) +
+                      ": needs compute capability 9.0 (Hopper: wgmma and the Tensor Memory "
+                      "Accelerator, compiled for sm_90a); this GPU (" +
+                      facts.name + ") is " + std::to_string(facts.cc_major) + "." +
+                      std::to_string(facts.cc_minor));
+}
+
+// The driver's cuTensorMapEncodeTiled, found through the runtime (nothing links libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    COURSE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                       cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
+      throw std::runtime_error("cuTensorMapEncodeTiled: not found in the CUDA driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// The tensor map of a packed [rows, heads, 128] tensor of 16-bit values: 3-D, innermost first
+// (128 columns, heads, rows), boxes of kBoxCols x 1 x kBlockM (one head's 64 columns of 128 rows:
+// 128-byte rows, what the 128-byte swizzle takes), zeros past the last row. A tensor with no rows
+// gets an empty map: no block loads from it.
+template <class T>
+CUtensorMap make_head_map(const T* base, std::int64_t rows, int heads) {
+  CUtensorMap map{};
+  if (rows == 0) return map;
+  const CUtensorMapDataType type = std::is_same_v<T, bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kHopperHeadDim),
+                              static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t pitch[2] = {sizeof(T) * kHopperHeadDim,
+                               sizeof(T) * kHopperHeadDim * static_cast<cuuint64_t>(heads)};
+  const cuuint32_t box[3] = {kBoxCols, 1, kBlockM};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult result =
+      tensor_map_encoder()(&map, type, 3, const_cast<T*>(base), dims, pitch, box, element_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS)
+    throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " +
+                             std::to_string(static_cast<int>(result)));
+  return map;
+}
+
+template <class T>
+void prefill_2(const PrefillArgs<T>& args) {
+  require_hopper("prefill_2_wgmma");
+  if (!check_prefill_args("prefill_2_wgmma", args)) return;
+  course::require(args.head_dim == kHopperHeadDim,
+                  "prefill_2_wgmma: head_dim must be 128 (the Hopper kernel is compiled for it "
+                  "only; prefill_1_mma takes 64 too)");
+  const CUtensorMap q_map = make_head_map(args.q, args.total_q, args.num_heads);
+  const CUtensorMap k_map = make_head_map(args.k, args.total_kv, args.num_kv_heads);
+  const CUtensorMap v_map = make_head_map(args.v, args.total_kv, args.num_kv_heads);
+  constexpr std::size_t smem = hopper_smem_bytes();
+  COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_2_wgmma_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch),
+                  static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)));
+  prefill_2_wgmma_kernel<T><<<grid, kHopperThreads, smem>>>(args, q_map, k_map, v_map);
+  COURSE_LAUNCH_CHECK();
+}
+
 }  // namespace
 
 void prefill_1_mma(const PrefillArgs<bfloat16>& args) { prefill_1(args); }
 void prefill_1_mma(const PrefillArgs<half>& args) { prefill_1(args); }
+void prefill_2_wgmma(const PrefillArgs<bfloat16>& args) { prefill_2(args); }
+void prefill_2_wgmma(const PrefillArgs<half>& args) { prefill_2(args); }
+
+void check_mbarrier_timeouts() {
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  MbarrierTimeout timeout{};
+  COURSE_CUDA_CHECK(cudaMemcpyFromSymbol(&timeout, g_mbarrier_timeout, sizeof timeout));
+  if (timeout.count == 0) return;
+  const MbarrierTimeout cleared{};
+  COURSE_CUDA_CHECK(cudaMemcpyToSymbol(g_mbarrier_timeout, &cleared, sizeof cleared));
+  throw std::runtime_error("an mbarrier never completed (" + std::to_string(timeout.count) +
+                           " waits gave up after 1 s, the first in block " +
+                           std::to_string(timeout.block) + ", expecting " +
+                           std::to_string(timeout.expected) +
+                           " bytes): a copy that never arrived, a wrong transaction count or a "
+                           "wrong phase parity (lesson §9)");
+}
 
 }  // namespace d12

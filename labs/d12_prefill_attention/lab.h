@@ -101,4 +101,16 @@ int swizzled_chunk(int row, int chunk, int chunks_per_row);
 void prefill_1_mma(const PrefillArgs<bfloat16>& args);
 void prefill_1_mma(const PrefillArgs<half>& args);
 
+// ------------------------------------------------------------------------------------------
+// Exercise 6 — Hopper (lesson §9): the same attention with the Tensor Memory Accelerator loading
+// the tiles and wgmma computing both products, one producer warpgroup and two consumer
+// warpgroups on mbarriers. Head dim 128 only. Compute capability 9.0 only (the kernel is
+// compiled for sm_90a): elsewhere the launcher throws course::InvalidArgument. Every wait on an
+// mbarrier gives up after kMbarrierTimeoutNs and records it; check_mbarrier_timeouts() waits for
+// the GPU and throws std::runtime_error saying so, if any kernel since the last call gave up.
+constexpr long long kMbarrierTimeoutNs = 1000000000;  // 1 s: a tile takes microseconds
+void prefill_2_wgmma(const PrefillArgs<bfloat16>& args);
+void prefill_2_wgmma(const PrefillArgs<half>& args);
+void check_mbarrier_timeouts();
+
 }  // namespace d12

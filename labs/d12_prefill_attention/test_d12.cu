@@ -1,12 +1,14 @@
 // Day 12 tests. Each suite is one exercise of README.md (a suite named ExerciseSomething counts
 // toward Exercise). KvTileRange and SmemSwizzle are host arithmetic (no GPU); the Prefill suites
-// run the kernel on small packed batches (the sanitizers run all of them) and compare both the
+// run the kernels on small packed batches (the sanitizers run all of them) and compare both the
 // output and the log-sum-exp with course/reference/attention.h, computed in float64 from the
 // values the GPU saw. Outputs are poisoned before every call, with guard elements after them.
+// PrefillHopper (the wgmma kernel) skips, saying why, on GPUs other than compute capability 9.0.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <set>
 #include <string>
 #include <vector>
@@ -163,6 +165,7 @@ TEST(SmemSwizzle, IsTheXorOfTheRowIntoTheChunk) {
 COURSE_POINTS(PrefillDense, 25);
 COURSE_POINTS(PrefillCausal, 25);
 COURSE_POINTS(PrefillVarlen, 15);
+COURSE_POINTS(PrefillHopper, 20);
 
 // How close. o: the default tolerance of its dtype (the final rounding to 16 bits dominates). The
 // kernel also rounds the probabilities P to 16 bits before P V (the Tensor Cores take 16-bit
@@ -178,6 +181,7 @@ struct Case {
   bool causal = false;
   double q_range = 3.0;  // q uniform in [-q_range, q_range): contrast in the scores
   double scale = 0.0;    // 0: 1 / sqrt(dim)
+  bool hopper = false;   // prefill_2_wgmma instead of prefill_1_mma
 };
 
 std::string describe(const Case& c) {
@@ -231,7 +235,16 @@ void run_case(const Case& c, const std::string& todo) {
   args.head_dim = c.dim;
   args.scale = static_cast<float>(scale);
   args.causal = c.causal;
-  d12::prefill_1_mma(args);
+  if (c.hopper) {
+    d12::prefill_2_wgmma(args);
+    try {
+      d12::check_mbarrier_timeouts();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what() << " (" << todo << ")";
+    }
+  } else {
+    d12::prefill_1_mma(args);
+  }
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
 
   // The float64 reference, row by row, from the very values the GPU read.
@@ -394,5 +407,62 @@ TEST_P(PrefillVarlen, SharesKeyValueHeadsAcrossQueryHeads) {
   }
 }
 INSTANTIATE_TEST_SUITE_P(Configs, PrefillVarlen, ::testing::ValuesIn(kConfigs), config_name);
+
+// Exercise 6 — the Hopper kernel (TMA, wgmma, a producer warpgroup and two consumers): the cases
+// of Exercises 3-5 at head dim 128. Skipped, saying why, on GPUs other than compute capability 9.0.
+class PrefillHopper : public PrefillTest {
+ protected:
+  void SetUp() override {
+    PrefillTest::SetUp();
+    if (IsSkipped()) return;
+    const auto& facts = course::device_facts();
+    if (facts.cc_major != 9)
+      GTEST_SKIP() << "needs compute capability 9.0 (Hopper): wgmma and the Tensor Memory "
+                      "Accelerator do not exist on "
+                   << facts.name << " (" << facts.cc_major << "." << facts.cc_minor << ")";
+  }
+  void check_hopper(Case c, const std::string& what) {
+    c.hopper = true;
+    check(c, "prefill_2_wgmma: TODO(d12.7)" + what);
+  }
+};
+const Config kHopperConfigs[] = {{ElementType::kBFloat16, 128}, {ElementType::kFloat16, 128}};
+
+TEST_P(PrefillHopper, MatchesTheReferenceWithoutAMask) {
+  for (int n : {1, 17, 128, 200, 300}) check_hopper({{n}, {n}}, "");
+  check_hopper({{5}, {300}}, ": fewer queries than keys");
+}
+TEST_P(PrefillHopper, MatchesTheReferenceWithTheCausalMask) {
+  for (int n : {1, 17, 129, 300}) {
+    Case c{{n}, {n}};
+    c.causal = true;
+    check_hopper(c, ": causal");
+  }
+  Case c{{77}, {300}};
+  c.causal = true;
+  check_hopper(c, ": causal, bottom-right");
+  c.len_q = {300};
+  c.len_kv = {100};
+  check_hopper(c, ": rows with no visible key get o = 0 and lse = -inf");
+}
+TEST_P(PrefillHopper, SurvivesLargeScores) {
+  Case c{{260}, {260}};
+  c.q_range = 8.0;
+  c.scale = 1.0;
+  check_hopper(c, ": subtract the running max, rescale O when it grows");
+}
+TEST_P(PrefillHopper, MatchesTheReferenceOnARaggedBatch) {
+  for (bool causal : {false, true}) {
+    Case c{{1, 17, 128, 300, 0}, {40, 17, 300, 290, 5}};
+    c.causal = causal;
+    check_hopper(c, ": packed batch");
+    Case gqa{{33, 150}, {40, 150}};
+    gqa.heads = 6;
+    gqa.kv_heads = 2;
+    gqa.causal = causal;
+    check_hopper(gqa, ": grouped-query attention");
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Configs, PrefillHopper, ::testing::ValuesIn(kHopperConfigs), config_name);
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Day 12 — reference solution: FlashAttention-2-style prefill attention on mma.sync (Tensor Cores,
 // any GPU from sm_80), over a variable-length batch, causal or not.
+#include <cuda.h>  // CUtensorMap and its enums only: the driver is reached through the runtime
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -7,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -418,6 +421,412 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
 }
 
 // ---------------------------------------------------------------------------------------------
+// Exercise 6 — Hopper (lesson §9). Given: the mbarrier, TMA and wgmma instructions as small
+// functions, and the bounded wait of Day 7 (a phase that never completes makes the kernel record
+// it and return; check_mbarrier_timeouts() turns that into an error with a message).
+struct MbarrierTimeout {
+  int count;           // waits that gave up since the last check
+  int block;           // the first one's block (linear index)
+  long long expected;  // ... and the transaction bytes its barrier expected (0: an empty barrier)
+};
+__device__ MbarrierTimeout g_mbarrier_timeout;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, int arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals)
+               : "memory");
+}
+// The barrier inits must be visible to the async proxy (the TMA) before a copy completes on them.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory");
+}
+__device__ __forceinline__ bool mbarrier_try_wait_parity(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+// Waits for the phase `parity` of *bar for at most kMbarrierTimeoutNs; false when it gave up.
+__device__ bool mbarrier_wait_bounded(std::uint64_t* bar, std::uint32_t parity,
+                                      long long expected_bytes) {
+  const std::uint64_t start = global_timer_ns();
+  while (!mbarrier_try_wait_parity(bar, parity)) {
+    if (global_timer_ns() - start > static_cast<std::uint64_t>(kMbarrierTimeoutNs)) {
+      if (atomicAdd(&g_mbarrier_timeout.count, 1) == 0) {
+        g_mbarrier_timeout.block =
+            static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+        g_mbarrier_timeout.expected = expected_bytes;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+// The box of a 3-D tensor map at (c0, c1, c2) = (column, head, row) to shared memory; its bytes
+// count toward *bar's transaction count.
+__device__ __forceinline__ void tma_load_3d(void* smem_dst, const CUtensorMap* map, int c0, int c1,
+                                            int c2, std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_address(smem_dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
+      : "memory");
+}
+
+// A wgmma shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address,
+// leading and stride byte offsets (all >> 4), 128-byte swizzle (mode 1 in bits 62-63). Every tile
+// here starts on a 1024-byte boundary, where the swizzle pattern starts: base offset 0.
+__device__ __forceinline__ std::uint64_t smem_descriptor(const void* start, std::uint32_t lbo,
+                                                         std::uint32_t sbo) {
+  const std::uint64_t address = smem_address(start);
+  return ((address & 0x3FFFF) >> 4) | (static_cast<std::uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
+         (static_cast<std::uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (std::uint64_t{1} << 62);
+}
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// d (64 x 128, float32: 64 registers per thread) = or += A (64 x 16, shared memory, K-major) times
+// B (16 x 128, shared memory, K-major), by the 128 threads of a warpgroup.
+template <class T>
+__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], std::uint64_t desc_a,
+                                                    std::uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  } else {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  }
+}
+// d += A (64 x 16 in registers: a fragment per thread as mma.sync's, warp w owning rows
+// 16w .. 16w + 15) times B (16 x 128, shared memory, MN-major: imm-trans-b = 1).
+template <class T>
+__device__ __forceinline__ void wgmma_rs_m64n128k16_trans_b(float (&d)[64],
+                                                            const std::uint32_t (&a)[4],
+                                                            std::uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+  } else {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n"
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},"
+        " {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+  }
+}
+#endif
+
+// prefill_2_wgmma (lesson §9): head dim 128, blocks of kBlockM = 128 query rows and key tiles of
+// kHopperBlockN = 128, three warpgroups. Warpgroup 0 is the producer: its thread 0 loads the Q tile
+// and, for every key tile, the K and V tiles with the TMA (boxes of 64 columns = 128 bytes, the
+// widest the 128-byte swizzle takes: two per tile) into kHopperStages stages, each with a `full`
+// mbarrier (counted in bytes) and an `empty` one (the consumers' 8 warps arrive when they are done
+// with it). Warpgroups 1 and 2 are consumers of 64 query rows each: S = Q K^T by wgmma from shared
+// memory, the mask and the online softmax of Exercises 3-4 on the accumulators (the same
+// fragment layout per warp as mma.sync's), then O += P V by wgmma with P from registers and V
+// N-major from shared memory. Every wait is bounded. Layout of a tile in shared memory: [64-column
+// half][row][64], each half rows of 128 bytes swizzled by the TMA exactly as swizzle(r, c, 8).
+constexpr int kHopperHeadDim = 128;
+constexpr int kHopperBlockN = 128;
+constexpr int kHopperStages = 2;
+constexpr int kHopperThreads = 3 * 128;
+constexpr int kBoxCols = 64;                        // 128 bytes of a 16-bit type
+constexpr int kHalves = kHopperHeadDim / kBoxCols;  // boxes per row of a tile
+constexpr int kTileAlign = 1024;                    // the 128-byte swizzle's period
+constexpr int kHalfBytes = kBlockM * kBoxCols * 2;  // one box of 128 rows: 16 KiB
+constexpr int kTileBytes = kHalves * kHalfBytes;    // Q, K or V tile: 32 KiB
+static_assert(kHopperBlockN == kBlockM, "K, V and Q tiles have the same shape here");
+static_assert(kHalfBytes % kTileAlign == 0, "every box starts on a swizzle period");
+
+constexpr std::size_t hopper_smem_bytes() {
+  return kTileAlign + static_cast<std::size_t>(kTileBytes) * (1 + 2 * kHopperStages) +
+         sizeof(std::uint64_t) * (1 + 2 * kHopperStages);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kHopperThreads, 1)
+    prefill_2_wgmma_kernel(const PrefillArgs<T> args, const __grid_constant__ CUtensorMap q_map,
+                           const __grid_constant__ CUtensorMap k_map,
+                           const __grid_constant__ CUtensorMap v_map) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) unsigned char smem[];
+  const std::uint32_t base = smem_address(smem);
+  unsigned char* tiles = smem + (kTileAlign - base % kTileAlign) % kTileAlign;
+  unsigned char* q_s = tiles;                                     // [2][128][64]
+  unsigned char* k_s = tiles + kTileBytes;                        // [stages][2][128][64]
+  unsigned char* v_s = tiles + kTileBytes * (1 + kHopperStages);  // [stages][2][128][64]
+  auto* bars = reinterpret_cast<std::uint64_t*>(tiles + kTileBytes * (1 + 2 * kHopperStages));
+  std::uint64_t* q_full = bars;                     // Q has landed
+  std::uint64_t* full = bars + 1;                   // [stages]: K and V of the stage landed
+  std::uint64_t* empty = bars + 1 + kHopperStages;  // [stages]: the consumers are done with it
+  constexpr int kConsumerWarps = 8;
+
+  const int head = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
+  const int q0 = kBlockM * static_cast<int>(gridDim.z - 1 - blockIdx.z);
+  const int q_start = args.cu_seqlens_q[seq], kv_start = args.cu_seqlens_kv[seq];
+  const int len_q = args.cu_seqlens_q[seq + 1] - q_start;
+  const int len_kv = args.cu_seqlens_kv[seq + 1] - kv_start;
+  if (q0 >= len_q) return;  // the whole block: no barrier below is left waiting
+  const int kv_head = head / (args.num_heads / args.num_kv_heads);
+  const KvTileRange range = tile_range(q0, len_q, len_kv, args.causal, kBlockM, kHopperBlockN);
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(q_full, 1);
+    for (int s = 0; s < kHopperStages; ++s) {
+      mbarrier_init(&full[s], 1);                // the producer's arrive.expect_tx
+      mbarrier_init(&empty[s], kConsumerWarps);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();  // the last block-wide barrier: the roles part here
+
+  if (warpgroup == 0) {
+    // The producer: one thread issues every copy. It needs few registers: the warpgroup gives
+    // most of its share to the consumers (setmaxnreg: 40 + 2 x 232 per thread of a warpgroup
+    // fits the 168 x 3 of the launch bound).
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (threadIdx.x == 0 && range.tiles > 0) {
+      mbarrier_arrive_expect_tx(q_full, kTileBytes);
+      for (int h = 0; h < kHalves; ++h)
+        tma_load_3d(q_s + h * kHalfBytes, &q_map, h * kBoxCols, head, q_start + q0, q_full);
+      for (int t = 0; t < range.tiles; ++t) {
+        const int s = t % kHopperStages;
+        // The (t / stages)-th use of stage s needs its previous use released.
+        if (t >= kHopperStages && !mbarrier_wait_bounded(&empty[s], (t / kHopperStages - 1) % 2, 0))
+          return;
+        mbarrier_arrive_expect_tx(&full[s], 2 * kTileBytes);  // full boxes, zero-filled or not
+        const int row = kv_start + t * kHopperBlockN;
+        for (int h = 0; h < kHalves; ++h) {
+          tma_load_3d(k_s + (s * kHalves + h) * kHalfBytes, &k_map, h * kBoxCols, kv_head, row,
+                      &full[s]);
+          tma_load_3d(v_s + (s * kHalves + h) * kHalfBytes, &v_map, h * kBoxCols, kv_head, row,
+                      &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // A consumer: 64 rows, warp w of the warpgroup rows 16w .. 16w + 15 of them; lane l holds rows
+  // g, g + 8 and columns 2 tq, 2 tq + 1 of every 8 columns (accumulator d[4 j + e]).
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  const int consumer = warpgroup - 1;
+  const int warp = static_cast<int>(threadIdx.x) % 128 / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int g = lane / 4, tq = lane % 4;
+  const int row0 = q0 + 64 * consumer + 16 * warp + g;  // in the sequence; and row0 + 8
+  const int offset = len_kv - len_q;
+  const float scale_log2 = args.scale * kLog2e;
+  float o_acc[64] = {};
+  float row_max[2] = {kNegInf, kNegInf};
+  float row_sum[2] = {0.0f, 0.0f};
+
+  if (range.tiles > 0) {
+    if (!mbarrier_wait_bounded(q_full, 0, kTileBytes)) return;
+    for (int t = 0; t < range.tiles; ++t) {
+      const int s = t % kHopperStages;
+      if (!mbarrier_wait_bounded(&full[s], (t / kHopperStages) % 2, 2 * kTileBytes)) return;
+      const unsigned char* kt_s = k_s + s * kTileBytes;
+      const unsigned char* vt_s = v_s + s * kTileBytes;
+
+      // S = Q K^T: 8 k16 steps over the head dim; step kk is 32 bytes into the rows of box kk / 4.
+      // K-major with the 128-byte swizzle: leading offset unused (16), stride 1024 bytes (8 rows).
+      float s_acc[64];
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kHopperHeadDim / 16; ++kk) {
+        const int box = kk / 4, bytes = (kk % 4) * 32;
+        const std::uint64_t desc_q =
+            smem_descriptor(q_s + box * kHalfBytes + consumer * 64 * 128 + bytes, 16, 1024);
+        const std::uint64_t desc_k = smem_descriptor(kt_s + box * kHalfBytes + bytes, 16, 1024);
+        wgmma_ss_m64n128k16<T>(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
+      }
+      wgmma_commit();
+      wgmma_wait_all();
+
+      if (t >= range.first_masked) {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = row0 + (e / 2) * 8;
+            const int col = t * kHopperBlockN + 8 * j + 2 * tq + e % 2;
+            if (col >= len_kv || (args.causal && col > row + offset)) s_acc[4 * j + e] = kNegInf;
+          }
+        }
+      }
+      float tile_max[2] = {kNegInf, kNegInf};
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        tile_max[0] = fmaxf(tile_max[0], fmaxf(s_acc[4 * j], s_acc[4 * j + 1]));
+        tile_max[1] = fmaxf(tile_max[1], fmaxf(s_acc[4 * j + 2], s_acc[4 * j + 3]));
+      }
+      float max_scaled[2], correction[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float new_max = fmaxf(row_max[r], tile_max[r]);
+        max_scaled[r] = new_max == kNegInf ? 0.0f : new_max * scale_log2;
+        correction[r] = fast_exp2(row_max[r] * scale_log2 - max_scaled[r]);
+        row_max[r] = new_max;
+        row_sum[r] *= correction[r];
+      }
+#pragma unroll
+      for (int i = 0; i < 64; ++i) o_acc[i] *= correction[(i % 4) / 2];
+      std::uint32_t p_frag[kHopperBlockN / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < kHopperBlockN / 16; ++kk) {
+        float p[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int i = 8 * kk + e;  // = 4 (2 kk + e / 4) + e % 4
+          p[e] = fast_exp2(s_acc[i] * scale_log2 - max_scaled[(e % 4) / 2]);
+          row_sum[(e % 4) / 2] += p[e];
+        }
+        p_frag[kk][0] = pack2<T>(p[0], p[1]);  // rows g, keys 2tq (n8 tile 2kk)
+        p_frag[kk][1] = pack2<T>(p[2], p[3]);  // row g + 8
+        p_frag[kk][2] = pack2<T>(p[4], p[5]);  // row g, n8 tile 2kk + 1
+        p_frag[kk][3] = pack2<T>(p[6], p[7]);  // row g + 8
+      }
+
+      // O += P V: 8 k16 steps over the keys; step kk starts 16 rows (2048 bytes) into V's boxes.
+      // MN-major with the 128-byte swizzle: leading offset = the next 64 columns (the other box),
+      // stride = the next 8 keys (1024 bytes).
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kHopperBlockN / 16; ++kk) {
+        const std::uint64_t desc_v = smem_descriptor(vt_s + kk * 16 * 128, kHalfBytes, 1024);
+        wgmma_rs_m64n128k16_trans_b<T>(o_acc, p_frag[kk], desc_v, 1);
+      }
+      wgmma_commit();
+      wgmma_wait_all();
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(&empty[s]);  // this warp is done with stage s
+    }
+  }
+
+  // The epilogue: as prefill_1_mma's, with 4-byte stores straight from the registers.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+  }
+  const std::int64_t q_stride = static_cast<std::int64_t>(args.num_heads) * kHopperHeadDim;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = row0 + 8 * r;
+    if (row >= len_q) continue;
+    const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+    T* o_row =
+        args.o + (q_start + row) * q_stride + static_cast<std::int64_t>(head) * kHopperHeadDim;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      *reinterpret_cast<std::uint32_t*>(o_row + 8 * j + 2 * tq) =
+          pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
+    if (tq == 0)
+      args.lse[static_cast<std::int64_t>(head) * args.total_q + q_start + row] =
+          row_sum[r] > 0.0f ? (row_max[r] * scale_log2 + __log2f(row_sum[r])) * kLn2 : kNegInf;
+  }
+#else
+  // NOTE: never runs: the launcher refuses GPUs other than compute capability 9.0. The trap makes
+  // it loud if it ever did, and lets the SASS checks tell this architecture's kernel from an
+  // unwritten one (they look for HGMMA and UTMALDG, or this trap).
+  __trap();
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
 // Launchers.
 
 KvTileRange kv_tile_range(int q0, int len_q, int len_kv, bool causal, int block_m, int block_n) {
@@ -482,9 +891,96 @@ void prefill_1(const PrefillArgs<T>& args) {
   launch_prefill_1<T, 128>(args);
 }
 
+void require_hopper(const char* who) {
+  const auto& facts = course::device_facts();
+  course::require(facts.cc_major == 9,
+                  std::string(who) +
+                      ": needs compute capability 9.0 (Hopper: wgmma and the Tensor Memory "
+                      "Accelerator, compiled for sm_90a); this GPU (" +
+                      facts.name + ") is " + std::to_string(facts.cc_major) + "." +
+                      std::to_string(facts.cc_minor));
+}
+
+// The driver's cuTensorMapEncodeTiled, found through the runtime (nothing links libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    COURSE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                       cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
+      throw std::runtime_error("cuTensorMapEncodeTiled: not found in the CUDA driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// The tensor map of a packed [rows, heads, 128] tensor of 16-bit values: 3-D, innermost first
+// (128 columns, heads, rows), boxes of kBoxCols x 1 x kBlockM (one head's 64 columns of 128 rows:
+// 128-byte rows, what the 128-byte swizzle takes), zeros past the last row. A tensor with no rows
+// gets an empty map: no block loads from it.
+template <class T>
+CUtensorMap make_head_map(const T* base, std::int64_t rows, int heads) {
+  CUtensorMap map{};
+  if (rows == 0) return map;
+  const CUtensorMapDataType type = std::is_same_v<T, bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kHopperHeadDim),
+                              static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t pitch[2] = {sizeof(T) * kHopperHeadDim,
+                               sizeof(T) * kHopperHeadDim * static_cast<cuuint64_t>(heads)};
+  const cuuint32_t box[3] = {kBoxCols, 1, kBlockM};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult result =
+      tensor_map_encoder()(&map, type, 3, const_cast<T*>(base), dims, pitch, box, element_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS)
+    throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " +
+                             std::to_string(static_cast<int>(result)));
+  return map;
+}
+
+template <class T>
+void prefill_2(const PrefillArgs<T>& args) {
+  require_hopper("prefill_2_wgmma");
+  if (!check_prefill_args("prefill_2_wgmma", args)) return;
+  course::require(args.head_dim == kHopperHeadDim,
+                  "prefill_2_wgmma: head_dim must be 128 (the Hopper kernel is compiled for it "
+                  "only; prefill_1_mma takes 64 too)");
+  const CUtensorMap q_map = make_head_map(args.q, args.total_q, args.num_heads);
+  const CUtensorMap k_map = make_head_map(args.k, args.total_kv, args.num_kv_heads);
+  const CUtensorMap v_map = make_head_map(args.v, args.total_kv, args.num_kv_heads);
+  constexpr std::size_t smem = hopper_smem_bytes();
+  COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_2_wgmma_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch),
+                  static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)));
+  prefill_2_wgmma_kernel<T><<<grid, kHopperThreads, smem>>>(args, q_map, k_map, v_map);
+  COURSE_LAUNCH_CHECK();
+}
+
 }  // namespace
 
 void prefill_1_mma(const PrefillArgs<bfloat16>& args) { prefill_1(args); }
 void prefill_1_mma(const PrefillArgs<half>& args) { prefill_1(args); }
+void prefill_2_wgmma(const PrefillArgs<bfloat16>& args) { prefill_2(args); }
+void prefill_2_wgmma(const PrefillArgs<half>& args) { prefill_2(args); }
+
+void check_mbarrier_timeouts() {
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  MbarrierTimeout timeout{};
+  COURSE_CUDA_CHECK(cudaMemcpyFromSymbol(&timeout, g_mbarrier_timeout, sizeof timeout));
+  if (timeout.count == 0) return;
+  const MbarrierTimeout cleared{};
+  COURSE_CUDA_CHECK(cudaMemcpyToSymbol(g_mbarrier_timeout, &cleared, sizeof cleared));
+  throw std::runtime_error("an mbarrier never completed (" + std::to_string(timeout.count) +
+                           " waits gave up after 1 s, the first in block " +
+                           std::to_string(timeout.block) + ", expecting " +
+                           std::to_string(timeout.expected) +
+                           " bytes): a copy that never arrived, a wrong transaction count or a "
+                           "wrong phase parity (lesson §9)");
+}
 
 }  // namespace d12
