@@ -104,9 +104,11 @@ void bench_decode(benchmark::State& state, bool key) {
     args.num_qo_heads = s.qo_heads;
     args.scale = scale;
     const auto run = [&] { d11::decode_attention(args, kv, workspace, s.splits); };
-    const auto poison = [&] {
+    const auto poison = [&] {  // the outputs, and the split workspace the merge reads back
       d_o.poison();
       d_lse.poison();
+      if (workspace.partial_o.size() > 0) workspace.partial_o.poison();
+      if (workspace.partial_lse.size() > 0) workspace.partial_lse.poison();
     };
     // The reference of kCheckedRows evenly spaced rows, computed once.
     const std::size_t step = std::max<std::size_t>(1, rows / kCheckedRows);

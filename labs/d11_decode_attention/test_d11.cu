@@ -263,7 +263,19 @@ void run_and_check(const Problem<T>& pr, int num_splits, const std::string& todo
   const std::size_t rows = static_cast<std::size_t>(pr.table.batch()) * pr.num_qo_heads;
   course::Guarded<T> o(rows * pr.shape.head_dim, 0);
   course::Guarded<float> lse(rows, 0);
+  // The split workspace, sized as the launcher will need it and poisoned: a merge that reads a
+  // partial result the attention kernel did not write sees NaN, not a stale value.
   d11::DecodeWorkspace workspace;
+  const int splits = num_splits != d11::kAutoSplits
+                         ? num_splits
+                         : d11::choose_num_splits(pr.table.batch(), pr.shape.num_kv_heads,
+                                                  kv.max_len, course::device_facts().sm_count);
+  if (splits > 1) {
+    workspace.partial_lse = DeviceBuffer<float>(rows * splits);
+    workspace.partial_o = DeviceBuffer<float>(rows * splits * pr.shape.head_dim);
+    workspace.partial_lse.poison();
+    workspace.partial_o.poison();
+  }
   d11::DecodeArgs<T> args;
   args.q = dq.data();
   args.k_cache = dk.data();

@@ -531,6 +531,12 @@ void decode_attention_impl(const DecodeArgs<T>& a, const PagedKv& kv, DecodeWork
               kv.page_indices.size() == kv.table.page_indices.size() &&
               kv.last_page_len.size() == kv.table.last_page_len.size(),
           f + "the page table is not on the device: make the PagedKv with upload_paged_kv()");
+  // NOTE: validate_decode checked these; checked again here because the dispatch below divides
+  // by num_kv_heads and picks the kernel by head_dim (a starter's empty validate_decode must not
+  // turn a bad shape into a crash).
+  require(shape.num_kv_heads >= 1 && a.num_qo_heads % shape.num_kv_heads == 0 &&
+              (shape.head_dim == 64 || shape.head_dim == 128),
+          f + "unsupported shape (see validate_decode)");
   const int ratio = a.num_qo_heads / shape.num_kv_heads;
   require(ratio == 1 || ratio == 4 || ratio == 8,
           f + "num_qo_heads / num_kv_heads = " + std::to_string(ratio) +
