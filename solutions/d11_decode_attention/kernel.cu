@@ -31,6 +31,11 @@ constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kStages = 3;          // tiles in the cp.async ring (Day 7, lesson §5): 48 KB a block
 constexpr int kChunkElems = 8;      // one 16-byte chunk of half or bfloat16
 constexpr int kTokensPerGroup = 4;  // tokens one lane group handles per tile
+// Blocks per SM the registers must allow (lesson §5.1): four blocks' stages (4 x 48 KB) fit an
+// SM's shared memory, so groups of 1 and 4 heads are held to 128 registers a thread (4 x 128
+// threads x 128 = the 64K registers of an SM); a group of 8 needs ~250 and gets two blocks.
+template <int kGroupSize>
+constexpr int kMinBlocksPerSm = kGroupSize <= 4 ? 4 : 2;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -123,9 +128,10 @@ __device__ void load_kv_tile(T* stage, const KernelParams<T>& p,
     const int token = tile_begin + i;
     const bool valid = token < end;
     std::int64_t offset = 0;  // element offset of the chunk in the cache; 0 when zero-filled
-    if (valid) {
-      const std::int64_t page = __ldg(pages + token / p.page_size);
-      const int slot = token % p.page_size;
+    if (valid) {              // token >= 0: unsigned division and remainder are the cheaper ones
+      const unsigned page_in_seq = static_cast<unsigned>(token) / p.page_size;
+      const int slot = static_cast<int>(static_cast<unsigned>(token) % p.page_size);
+      const std::int64_t page = __ldg(pages + page_in_seq);
       offset =
           ((page * p.page_size + slot) * p.num_kv_heads + kv_head) * kHeadDim + chunk * kChunkElems;
     }
@@ -287,7 +293,8 @@ __device__ void finish_block(float* scratch, const OnlineState<kGroupSize>& st,
 // as Day 7's GEMV streams W (lesson 7 §5): wait for tile t, barrier, issue tile t + kStages - 1
 // into the stage tile t - 1 used, compute tile t.
 template <class T, int kHeadDim, int kGroupSize, bool kSplit>
-__global__ void __launch_bounds__(kThreads) decode_attention_kernel(const KernelParams<T> p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kGroupSize>)
+    decode_attention_kernel(const KernelParams<T> p) {
   using Shape = TileShape<kHeadDim>;
   extern __shared__ __align__(128) unsigned char dynamic_smem[];
   T* stages = reinterpret_cast<T*>(dynamic_smem);  // [kStages][kStageElems]
@@ -491,6 +498,10 @@ void launch_attention(const KernelParams<T>& p, int batch) {
   auto kernel = decode_attention_kernel<T, kHeadDim, kGroupSize, kSplit>;
   COURSE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  // All of the unified L1/shared storage as shared memory: kMinBlocksPerSm blocks of stages must
+  // fit (the copies bypass L1 anyway), which the driver's default split need not give.
+  COURSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared));
   const dim3 grid(p.num_splits, p.num_kv_heads, batch);
   kernel<<<grid, kThreads, smem>>>(p);
   COURSE_LAUNCH_CHECK();
