@@ -302,6 +302,18 @@ struct MbarrierTimeout {
 };
 __device__ MbarrierTimeout g_mbarrier_timeout;
 
+// Exercise 6a — the 64-bit wgmma matrix descriptor of a tile in shared memory, 128-byte swizzle
+// (PTX ISA "Matrix Descriptor Format"): bits 0-13 the start address, 16-29 the leading byte
+// offset, 32-45 the stride byte offset (each (x & 0x3FFFF) >> 4), 49-51 the base offset (0: every
+// tile here starts on a 1024-byte boundary, where the swizzle pattern starts), 62-63 the swizzle
+// mode (1: 128 bytes). Host and device share it: the test checks it on the host.
+__host__ __device__ inline std::uint64_t descriptor_bits(std::uint32_t address, std::uint32_t lbo,
+                                                         std::uint32_t sbo) {
+  // TODO(d12.7a) (lesson §9.3): the four fields above, each (x & 0x3FFFF) >> 4 shifted to its bit,
+  // and 1 << 62 for the 128-byte swizzle.
+  return 0;
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 __device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, int arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals)
@@ -361,14 +373,10 @@ __device__ __forceinline__ void tma_load_3d(void* smem_dst, const CUtensorMap* m
       : "memory");
 }
 
-// A wgmma shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address,
-// leading and stride byte offsets (all >> 4), 128-byte swizzle (mode 1 in bits 62-63). Every tile
-// here starts on a 1024-byte boundary, where the swizzle pattern starts: base offset 0.
+// The descriptor of a tile at `start` in shared memory (descriptor_bits of its address).
 __device__ __forceinline__ std::uint64_t smem_descriptor(const void* start, std::uint32_t lbo,
                                                          std::uint32_t sbo) {
-  const std::uint64_t address = smem_address(start);
-  return ((address & 0x3FFFF) >> 4) | (static_cast<std::uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
-         (static_cast<std::uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (std::uint64_t{1} << 62);
+  return descriptor_bits(smem_address(start), lbo, sbo);
 }
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -539,6 +547,11 @@ KvTileRange kv_tile_range(int q0, int len_q, int len_kv, bool causal, int block_
 
 int swizzled_chunk(int row, int chunk, int chunks_per_row) {
   return swizzle(row, chunk, chunks_per_row);
+}
+
+std::uint64_t wgmma_descriptor(std::uint32_t smem_address, std::uint32_t leading_bytes,
+                               std::uint32_t stride_bytes) {
+  return descriptor_bits(smem_address, leading_bytes, stride_bytes);
 }
 
 namespace {

@@ -109,6 +109,12 @@ void prefill_1_mma(const PrefillArgs<half>& args);
 // mbarrier gives up after kMbarrierTimeoutNs and records it; check_mbarrier_timeouts() waits for
 // the GPU and throws std::runtime_error saying so, if any kernel since the last call gave up.
 constexpr long long kMbarrierTimeoutNs = 1000000000;  // 1 s: a tile takes microseconds
+
+// Exercise 6a — the 64-bit wgmma matrix descriptor of a 128-byte-swizzled tile at shared-memory
+// address smem_address, with the given leading and stride byte offsets (the function the kernel
+// calls; checked on the host).
+std::uint64_t wgmma_descriptor(std::uint32_t smem_address, std::uint32_t leading_bytes,
+                               std::uint32_t stride_bytes);
 void prefill_2_wgmma(const PrefillArgs<bfloat16>& args);
 void prefill_2_wgmma(const PrefillArgs<half>& args);
 void check_mbarrier_timeouts();

@@ -465,4 +465,19 @@ TEST_P(PrefillHopper, MatchesTheReferenceOnARaggedBatch) {
 }
 INSTANTIATE_TEST_SUITE_P(Configs, PrefillHopper, ::testing::ValuesIn(kHopperConfigs), config_name);
 
+// No GPU needed: the descriptor's bit fields (PTX ISA "Matrix Descriptor Format").
+TEST(PrefillHopperDescriptor, PutsEachFieldInItsBits) {
+  const std::uint64_t swizzle_128b = std::uint64_t{1} << 62;
+  const std::uint64_t k_major = d12::wgmma_descriptor(0x12340, 16, 1024);
+  ASSERT_NE(k_major, 0u) << "wgmma_descriptor returned 0: not written yet (TODO(d12.7a))";
+  EXPECT_EQ(k_major, 0x1234u | std::uint64_t{1} << 16 | std::uint64_t{64} << 32 | swizzle_128b)
+      << "address 0x12340 >> 4 in bits 0-13, 16 >> 4 = 1 in bits 16-29, 1024 >> 4 = 64 in bits "
+         "32-45, 1 in bits 62-63 (128-byte swizzle) (lesson §9.3)";
+  EXPECT_EQ(d12::wgmma_descriptor(0x8000, 16384, 1024),
+            0x800u | std::uint64_t{1024} << 16 | std::uint64_t{64} << 32 | swizzle_128b)
+      << "V's descriptor: a leading offset of 16 KiB (the other box) is 1024 in bits 16-29";
+  EXPECT_EQ(d12::wgmma_descriptor(0x40010, 16, 1024) & 0x3FFF, 1u)
+      << "each field is (x & 0x3FFFF) >> 4: an address past 18 bits wraps (0x40010 -> 1)";
+}
+
 }  // namespace
