@@ -42,9 +42,9 @@ const d13::RmsNormConfig kColdConfig{256, 8};
 // One cache folder for this process, emptied at first use.
 const std::string& bench_cache_dir() {
   static const std::string dir = [] {
-    const std::string d = (std::filesystem::temp_directory_path() /
-                           ("d13-bench-" + std::to_string(::getpid())))
-                              .string();
+    const std::string d =
+        (std::filesystem::temp_directory_path() / ("d13-bench-" + std::to_string(::getpid())))
+            .string();
     d13::DiskCache(d).clear();
     return d;
   }();
@@ -124,7 +124,8 @@ void BM_jit_3_memory_hit(benchmark::State& state) {
     d13::KernelCache cache(bench_cache_dir());
     cache.get_function(spec);
     const d13::CacheStats before = cache.stats();
-    course::bench::measure_host(state, [&] { cache.get_function(spec); }, 1000);
+    course::bench::measure_host(
+        state, [&] { cache.get_function(spec); }, 1000);
     if (cache.stats().memory_hits <= before.memory_hits ||
         cache.stats().modules_loaded != before.modules_loaded) {
       state.SkipWithError("the timed calls did not hit the memory cache: not timed");
@@ -153,12 +154,15 @@ void bench_rmsnorm(benchmark::State& state, bool jit) {
   };
   const auto poison = [&] { dy.poison(); };
   const auto check = [&] {
-    return course::bench::compare_sampled(dy.download(), [&](std::size_t i) {
-      const std::size_t r = i / hidden, c = i % hidden;
-      std::vector<double> row(hidden);
-      for (int k = 0; k < hidden; ++k) row[k] = course::to_double(x[r * hidden + k]);
-      return row[c] * ref::rms_inverse(row.data(), hidden, kEps) * course::to_double(w[c]);
-    }, {}, 4096);
+    return course::bench::compare_sampled(
+        dy.download(),
+        [&](std::size_t i) {
+          const std::size_t r = i / hidden, c = i % hidden;
+          std::vector<double> row(hidden);
+          for (int k = 0; k < hidden; ++k) row[k] = course::to_double(x[r * hidden + k]);
+          return row[c] * ref::rms_inverse(row.data(), hidden, kEps) * course::to_double(w[c]);
+        },
+        {}, 4096);
   };
   try {
     poison();
@@ -243,8 +247,8 @@ void BM_gemm_tuned(benchmark::State& state) {
     if (best_us == 0.0 || us < best_us) best_us = us;
     if (d13::describe(c) == d13::describe(tuned)) tuned_us = us;
   }
-  const double bytes = 4.0 * (static_cast<double>(M) * K + static_cast<double>(K) * N +
-                              static_cast<double>(M) * N);
+  const double bytes =
+      4.0 * (static_cast<double>(M) * K + static_cast<double>(K) * N + static_cast<double>(M) * N);
   const double flops = 2.0 * static_cast<double>(M) * N * K;
   course::bench::measure(state, run, {bytes, flops}, {poison, check});
   state.counters["%of_best"] = 100.0 * best_us / tuned_us;

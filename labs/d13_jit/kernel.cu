@@ -1,10 +1,10 @@
-// Day 13 — a JIT compilation system (reference solution).
+// Day 13 — a JIT compilation system: NVRTC, an on-disk kernel cache, autotuning (STARTER).
 //
-// The kernels of this file are not compiled by nvcc: they are CUDA C++ source templates
-// (kRmsNormSource, kGemmSource), specialised at run time by NVRTC name expressions, compiled to
-// a CUBIN for the device's exact architecture, cached in memory and on disk under a SHA-256
-// key, loaded with the driver API and launched with cuLaunchKernel. The host code, in the
-// order of the exercises:
+// Read lessons/d13_jit.md first. This file's kernels are not compiled by nvcc: they are CUDA
+// C++ source templates (kRmsNormSource, kGemmSource) that your host code compiles at run time
+// with NVRTC, caches in memory and on disk, and loads with the driver API. Work in the order of
+// the TODOs; the host exercises (1-5) are tested without a GPU:
+//   course check d13            (or: ctest --test-dir build -L d13 -L lab)
 //   1  cache_key             what goes into the key (lesson §3)
 //   2  encode/decode_entry   a header that detects truncated and corrupt entries (lesson §4)
 //   3  write_file_atomically, DiskCache   temp file + fsync + rename (lesson §5)
@@ -13,9 +13,7 @@
 //   6  kRmsNormSource        the RMSNorm template (lesson §8)
 //   7  kGemmSource           the tiled GEMM template (lesson §9)
 //   8  autotune              events, median, the winner recorded atomically (lesson §10)
-// The driver API is reached through cudaGetDriverEntryPointByVersion, not by linking libcuda:
-// a program linked against libcuda.so.1 does not even start on a machine without the driver,
-// and the host tests of this day must run there (lesson §7.3).
+// Everything marked Given is complete: SHA-256, the driver API entry points, the launchers.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -102,55 +100,13 @@ __global__ void __launch_bounds__(kThreads)
     d13_rmsnorm_kernel(const typename D::Storage* __restrict__ x,
                        const typename D::Storage* __restrict__ w,
                        typename D::Storage* __restrict__ y, long long rows, float eps) {
-  using P = Pack<typename D::Storage, kVec>;
-  static_assert(kHidden % kVec == 0, "the vector width must divide the row");
-  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
-  constexpr int kVecs = kHidden / kVec;                         // vectors in a row
-  constexpr int kItems = (kVecs + kThreads - 1) / kThreads;     // vectors per thread
-  constexpr int kWarps = kThreads / 32;
-  __shared__ float partial[kWarps];
-  __shared__ float total;
-  const long long row = blockIdx.x;
-  const P* x_row = reinterpret_cast<const P*>(x + row * kHidden);
-  P buf[kItems];
-  float sum_sq = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    const int j = threadIdx.x + i * kThreads;  // vector j of the row
-    if (j < kVecs) {
-      buf[i] = x_row[j];
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const float f = D::to_float(buf[i].v[e]);
-        sum_sq += f * f;
-      }
-    }
-  }
-  sum_sq = warp_sum(sum_sq);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) partial[warp] = sum_sq;
-  __syncthreads();
-  if (warp == 0) {
-    float v = lane < kWarps ? partial[lane] : 0.0f;
-    v = warp_sum(v);
-    if (lane == 0) total = v;
-  }
-  __syncthreads();
-  const float inv_rms = rsqrtf(total / kHidden + eps);
-  const P* w_vec = reinterpret_cast<const P*>(w);
-  P* y_row = reinterpret_cast<P*>(y + row * kHidden);
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    const int j = threadIdx.x + i * kThreads;
-    if (j < kVecs) {
-      const P wv = w_vec[j];
-      P out;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e)
-        out.v[e] = D::from_float(D::to_float(buf[i].v[e]) * inv_rms * D::to_float(wv.v[e]));
-      y_row[j] = out;
-    }
-  }
+  // TODO(d13.6) (lesson §8): row blockIdx.x of x and y, read as Pack<typename D::Storage, kVec>
+  // vectors (kHidden / kVec of them). Thread t keeps vectors t, t + kThreads, ... in a register
+  // array of kItems = ceil(kVecs / kThreads) Packs (a loop with #pragma unroll: the bounds are
+  // compile-time constants) and sums the squares of their D::to_float values. Reduce the sum over
+  // the block (warp_sum, one float per warp in shared memory, warp 0 sums those), then
+  // inv_rms = rsqrtf(total / kHidden + eps) and y = D::from_float(x * inv_rms * w), vector by
+  // vector. Until then the kernel writes nothing: y keeps its poison.
 }
 )JIT";
 
@@ -165,68 +121,12 @@ template <int kBM, int kBN, int kBK, int kTM, int kTN>
 __global__ void __launch_bounds__((kBM / kTM) * (kBN / kTN))
     d13_gemm_kernel(const float* __restrict__ A, const float* __restrict__ B,
                     float* __restrict__ C, long long M, long long N, long long K) {
-  static_assert(kBM % kTM == 0 && kBN % kTN == 0, "a thread's tile must divide the block's");
-  constexpr int kRows = kBM / kTM;  // threads along M
-  constexpr int kCols = kBN / kTN;  // threads along N
-  constexpr int kThreads = kRows * kCols;
-  constexpr int kALoads = (kBM * kBK + kThreads - 1) / kThreads;
-  constexpr int kBLoads = (kBK * kBN + kThreads - 1) / kThreads;
-  __shared__ float a_tile[kBK][kBM + 1];  // (k, m): A's slice transposed, padded
-  __shared__ float b_tile[kBK][kBN];      // (k, n)
-  const int tid = threadIdx.x;
-  const int tr = tid / kCols, tc = tid % kCols;
-  const long long m0 = static_cast<long long>(blockIdx.y) * kBM;
-  const long long n0 = static_cast<long long>(blockIdx.x) * kBN;
-  float acc[kTM][kTN];
-#pragma unroll
-  for (int i = 0; i < kTM; ++i)
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
-  for (long long k0 = 0; k0 < K; k0 += kBK) {
-#pragma unroll
-    for (int s = 0; s < kALoads; ++s) {
-      const int idx = tid + s * kThreads;
-      if (idx < kBM * kBK) {
-        const int r = idx / kBK, c = idx % kBK;  // (m, k) in the tile: a row's k consecutive
-        const long long gm = m0 + r, gk = k0 + c;
-        a_tile[c][r] = (gm < M && gk < K) ? A[gm * K + gk] : 0.0f;
-      }
-    }
-#pragma unroll
-    for (int s = 0; s < kBLoads; ++s) {
-      const int idx = tid + s * kThreads;
-      if (idx < kBK * kBN) {
-        const int r = idx / kBN, c = idx % kBN;  // (k, n) in the tile
-        const long long gk = k0 + r, gn = n0 + c;
-        b_tile[r][c] = (gk < K && gn < N) ? B[gk * N + gn] : 0.0f;
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kBK; ++k) {
-      float a[kTM], b[kTN];
-#pragma unroll
-      for (int i = 0; i < kTM; ++i) a[i] = a_tile[k][tr + i * kRows];
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) b[j] = b_tile[k][tc + j * kCols];
-#pragma unroll
-      for (int i = 0; i < kTM; ++i)
-#pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-    const long long m = m0 + tr + i * kRows;
-    if (m < M) {
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) {
-        const long long n = n0 + tc + j * kCols;
-        if (n < N) C[m * N + n] = acc[i][j];
-      }
-    }
-  }
+  // TODO(d13.7) (lesson §9): kRows = kBM / kTM and kCols = kBN / kTN threads; thread tid is
+  // (tr, tc) = (tid / kCols, tid % kCols) and owns C rows m0 + tr + i * kRows, columns
+  // n0 + tc + j * kCols (m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN, 64-bit). For each K-step
+  // k0: stage A's kBM x kBK slice transposed in __shared__ float a_tile[kBK][kBM + 1] and B's
+  // kBK x kBN slice in b_tile[kBK][kBN] (zero past M, N, K), __syncthreads(), accumulate
+  // float acc[kTM][kTN] over the kBK values of k, __syncthreads(). Store the elements inside C.
 }
 )JIT";
 
@@ -271,16 +171,14 @@ __global__ void __launch_bounds__(kAotThreads)
 // Given: SHA-256 (FIPS 180-4). 64-byte blocks of the message padded with 0x80, zeros and the
 // bit length; each block mixed into the eight-word state by 64 rounds.
 constexpr std::uint32_t kSha256Rounds[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
@@ -304,8 +202,7 @@ std::array<std::uint8_t, 32> sha256(const std::string& bytes) {
       const std::uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
       w[t] = w[t - 16] + s0 + w[t - 7] + s1;
     }
-    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6],
-                  hh = h[7];
+    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
     for (int t = 0; t < 64; ++t) {
       const std::uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
       const std::uint32_t ch = (e & f) ^ (~e & g);
@@ -337,17 +234,18 @@ std::array<std::uint8_t, 32> sha256(const std::string& bytes) {
   return out;
 }
 
-// Given: little-endian integers in a byte string, and the program name NVRTC puts in its log.
-void put_le(std::string& out, std::uint64_t v, int bytes) {
+// Given: little-endian integers in a byte string, and the program name NVRTC puts in its log
+// ([[maybe_unused]]: only your code of TODO d13.2 and d13.4 uses them).
+[[maybe_unused]] void put_le(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
-std::uint64_t get_le(const std::string& in, std::size_t at, int bytes) {
+[[maybe_unused]] std::uint64_t get_le(const std::string& in, std::size_t at, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i)
     v |= std::uint64_t{static_cast<unsigned char>(in[at + i])} << (8 * i);
   return v;
 }
-constexpr const char* kProgramName = "d13_jit.cu";
+[[maybe_unused]] constexpr const char* kProgramName = "d13_jit.cu";
 
 // Given: the driver API, reached through the runtime (see the file's leading comment). The
 // function types come from cuda.h's declarations; nothing of libcuda is linked.
@@ -432,111 +330,48 @@ std::string arch_for(int major, int minor) {
 std::string cache_key(const std::string& source, const std::string& name_expression,
                       const std::vector<std::string>& options, const std::string& arch,
                       int nvrtc_version) {
-  // Every field as <length>:<bytes>, so that ("ab", "c") and ("a", "bc") differ; the option
-  // count too, so that options cannot pass for the architecture. A format tag first: changing
-  // this serialisation changes every key.
-  std::string text;
-  const auto field = [&text](const std::string& f) {
-    text += std::to_string(f.size()) + ":" + f + "\n";
-  };
-  field("d13-kernel-cache-key-v1");
-  field(source);
-  field(name_expression);
-  field(std::to_string(options.size()));
-  for (const std::string& option : options) field(option);
-  field(arch);
-  field(std::to_string(nvrtc_version));
-  return sha256_hex(text);
+  // TODO(d13.1) (lesson §3): serialise a format tag, the source, the name expression, the
+  // number of options, each option, the architecture and the NVRTC version, each field as
+  // <length>:<bytes>, and return sha256_hex of that text.
+  return "";
 }
 
 // ------------------------------------------------------------------------------------------
 // Exercise 2 — the cache entry (lesson §4).
 // ------------------------------------------------------------------------------------------
 std::string encode_entry(const std::string& payload) {
-  std::string out(kEntryMagic, 8);
-  put_le(out, kEntryVersion, 4);
-  put_le(out, kEntryHeaderBytes, 4);
-  put_le(out, payload.size(), 8);
-  for (const std::uint8_t b : sha256(payload)) out.push_back(static_cast<char>(b));
-  out += payload;
-  return out;
+  // TODO(d13.2) (lesson §4): the 56-byte header of lab.h (kEntryMagic, kEntryVersion,
+  // kEntryHeaderBytes, the payload's size, sha256(payload)), then the payload. put_le() writes
+  // the little-endian integers.
+  return "";
 }
 
 std::optional<std::string> decode_entry(const std::string& bytes) {
-  // Every check costs a comparison; skipping one lets a broken file through: a truncated file
-  // fails the size, a foreign one the magic, an old format the version, a flipped bit the hash.
-  if (bytes.size() < kEntryHeaderBytes) return std::nullopt;
-  if (bytes.compare(0, 8, kEntryMagic, 8) != 0) return std::nullopt;
-  if (get_le(bytes, 8, 4) != kEntryVersion) return std::nullopt;
-  if (get_le(bytes, 12, 4) != kEntryHeaderBytes) return std::nullopt;
-  if (get_le(bytes, 16, 8) != bytes.size() - kEntryHeaderBytes) return std::nullopt;
-  std::string payload = bytes.substr(kEntryHeaderBytes);
-  const std::array<std::uint8_t, 32> digest = sha256(payload);
-  if (std::memcmp(digest.data(), bytes.data() + 24, 32) != 0) return std::nullopt;
-  return payload;
+  // TODO(d13.2) (lesson §4): the payload only if the size covers the header, the magic, the
+  // version and the header size match, the size field equals what follows the header exactly,
+  // and the SHA-256 of what follows equals the stored one; else std::nullopt.
+  return std::nullopt;
 }
 
 // ------------------------------------------------------------------------------------------
 // Exercise 3 — atomic writes and the disk cache (lesson §5).
 // ------------------------------------------------------------------------------------------
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  // The temporary file is in the same folder (rename is atomic only within one file system)
-  // and its name is unique to this process and call (two writers never share one).
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
-  const auto fail = [&](const char* what) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("write_file_atomically(" + path + "): " + what + ": " + why);
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail("open");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      fail("write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  // fsync before rename: otherwise a crash can leave the new name pointing at a file whose
-  // data never reached the disk (a zero-length or partial entry under the final name).
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
-  }
-  if (::close(fd) != 0) fail("close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
-  // And the folder, so that the rename itself is durable.
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  // TODO(d13.3) (lesson §5): open a temporary file in the same folder whose name no other
+  // writer uses (path + ".tmp." + pid + a counter), write every byte (write() may write fewer),
+  // fsync, close, rename it over `path`, then fsync the folder. On any failure remove the
+  // temporary file and throw std::runtime_error with strerror(errno).
+  throw std::logic_error("write_file_atomically: not written yet (TODO d13.3)");
 }
 
 std::optional<std::string> DiskCache::load(const std::string& key, const std::string& ext) {
-  const std::string path = path_for(key, ext);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  std::optional<std::string> payload = decode_entry(bytes.str());
-  if (!payload) {
-    // Broken: count it and delete it, so that the caller rebuilds it rather than trusting it.
-    ++corrupt_entries_;
-    ::unlink(path.c_str());
-  }
-  return payload;
+  // TODO(d13.3) (lesson §5): read path_for(key, ext) whole (std::nullopt if it does not exist)
+  // and decode_entry it; a broken entry is counted (corrupt_entries_) and deleted.
+  return std::nullopt;
 }
 
-void DiskCache::store(const std::string& key, const std::string& ext,
-                      const std::string& payload) {
-  write_file_atomically(path_for(key, ext), encode_entry(payload));
+void DiskCache::store(const std::string& key, const std::string& ext, const std::string& payload) {
+  // TODO(d13.3) (lesson §5): the encoded entry, written atomically to path_for(key, ext).
 }
 
 // Given.
@@ -558,8 +393,8 @@ void DiskCache::clear() {
   for (const auto& file : std::filesystem::directory_iterator(dir_, error)) {
     const std::string name = file.path().filename().string();
     const auto ends_with = [&name](const std::string& tail) {
-      return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(),
-                                                        tail) == 0;
+      return name.size() >= tail.size() &&
+             name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
     };
     if (ends_with(".cubin") || ends_with(".tune") || name.find(".tmp.") != std::string::npos)
       std::filesystem::remove(file.path(), error);
@@ -585,78 +420,15 @@ void clear_kernel_cache() { DiskCache(default_cache_dir()).clear(); }
 // Exercise 4 — NVRTC (lesson §6).
 // ------------------------------------------------------------------------------------------
 
-// The message of a CompileError: NVRTC's log, then the generated source around every line the
-// log names ("d13_jit.cu(12): error: ..."), numbered, with the named line marked.
-std::string annotate_compile_log(const std::string& source, const std::string& log,
-                                 const std::string& what) {
-  constexpr int kContext = 2;  // lines shown above and below each named line
-  std::vector<std::string> lines;
-  std::istringstream in(source);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::set<int> named;
-  const std::string prefix = std::string(kProgramName) + "(";
-  for (std::size_t at = log.find(prefix); at != std::string::npos;
-       at = log.find(prefix, at + 1)) {
-    const int line = std::atoi(log.c_str() + at + prefix.size());
-    if (line >= 1 && line <= static_cast<int>(lines.size())) named.insert(line);
-  }
-  std::ostringstream out;
-  out << what << "\nNVRTC's log:\n" << log;
-  if (!named.empty()) out << "\nthe generated source (" << kProgramName << ") around the errors:\n";
-  int shown_to = 0;
-  for (const int line : named) {
-    const int from = std::max({1, line - kContext, shown_to + 1});
-    const int to = std::min(static_cast<int>(lines.size()), line + kContext);
-    if (from > shown_to + 1 && shown_to > 0) out << "  ...\n";
-    for (int l = from; l <= to; ++l)
-      out << (l == line ? "> " : "  ") << l << " | " << lines[l - 1] << "\n";
-    shown_to = std::max(shown_to, to);
-  }
-  return out.str();
-}
-
 Cubin compile_cubin(const std::string& source, const std::string& name_expression,
                     const std::vector<std::string>& options, const std::string& arch) {
-  nvrtcProgram program = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&program, source.c_str(), kProgramName, 0, nullptr, nullptr),
-              "nvrtcCreateProgram");
-  // Destroyed on every way out, the throws included.
-  const std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(
-      &program, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
-  // The name expression makes NVRTC instantiate the template and remember its mangled name.
-  check_nvrtc(nvrtcAddNameExpression(program, name_expression.c_str()), "nvrtcAddNameExpression");
-  // A real architecture (sm_90a, not compute_90a): NVRTC then emits SASS, a CUBIN, and the
-  // driver loads it with no JIT step of its own.
-  std::vector<std::string> all = options;
-  all.push_back("--gpu-architecture=" + arch);
-  std::vector<const char*> argv;
-  for (const std::string& option : all) argv.push_back(option.c_str());
-  const nvrtcResult compiled =
-      nvrtcCompileProgram(program, static_cast<int>(argv.size()), argv.data());
-  std::size_t log_size = 0;
-  check_nvrtc(nvrtcGetProgramLogSize(program, &log_size), "nvrtcGetProgramLogSize");
-  std::string log(log_size, '\0');
-  if (log_size > 0) check_nvrtc(nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog");
-  while (!log.empty() && log.back() == '\0') log.pop_back();
-  if (compiled != NVRTC_SUCCESS) {
-    std::string flags;
-    for (const std::string& option : all) flags += " " + option;
-    throw CompileError(annotate_compile_log(source, log,
-                                            "NVRTC could not compile " + name_expression +
-                                                " (options:" + flags +
-                                                "): " + nvrtcGetErrorString(compiled)),
-                       log);
-  }
-  Cubin cubin;
-  const char* lowered = nullptr;
-  check_nvrtc(nvrtcGetLoweredName(program, name_expression.c_str(), &lowered),
-              "nvrtcGetLoweredName");
-  cubin.lowered_name = lowered;  // copied: the string dies with the program
-  std::size_t size = 0;
-  check_nvrtc(nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
-  cubin.image.resize(size);
-  check_nvrtc(nvrtcGetCUBIN(program, cubin.image.data()), "nvrtcGetCUBIN");
-  return cubin;
+  // TODO(d13.4) (lesson §6): nvrtcCreateProgram (program name kProgramName), destroyed on every
+  // way out; nvrtcAddNameExpression(name_expression); nvrtcCompileProgram with `options` and
+  // "--gpu-architecture=" + arch; read the log. On failure throw CompileError(message, log),
+  // the message holding the log and the source's lines around each "d13_jit.cu(LINE)" the log
+  // names, numbered "LINE | text". On success: nvrtcGetLoweredName (copy it before the program
+  // is destroyed) and nvrtcGetCUBINSize / nvrtcGetCUBIN. Wrap each NVRTC call in check_nvrtc.
+  throw std::logic_error("compile_cubin: not written yet (TODO d13.4)");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -700,43 +472,13 @@ void KernelCache::clear_memory() {
 }
 
 KernelCache::Entry& KernelCache::entry_for(const KernelSpec& spec) {
-  // Memory first, by what is cheap to compare: the name expression and the options pick the
-  // entry, the source must then be equal (a few kB of memcmp, no hashing on the hot path).
-  std::string memory_key = spec.name_expression;
-  for (const std::string& option : spec.options) memory_key += "\n" + option;
-  const auto found = memory_.find(memory_key);
-  if (found != memory_.end() && found->second->source == spec.source) {
-    ++stats_.memory_hits;
-    return *found->second;
-  }
-  // Then the disk, under the full key; a payload is the lowered name, a newline, the CUBIN.
-  const std::string key =
-      cache_key(spec.source, spec.name_expression, spec.options, arch(), nvrtc_version());
-  auto entry = std::make_unique<Entry>();
-  entry->source = spec.source;
-  const int corrupt_before = disk_.corrupt_entries();
-  const std::optional<std::string> payload = disk_.load(key, "cubin");
-  const std::size_t newline = payload ? payload->find('\n') : std::string::npos;
-  if (newline != std::string::npos && newline > 0) {
-    entry->cubin.lowered_name = payload->substr(0, newline);
-    entry->cubin.image = payload->substr(newline + 1);
-    ++stats_.disk_hits;
-  } else {
-    // Missing or broken: compile, and store for the next process. A cache that cannot be
-    // written (a read-only home) costs the next process a compile, never this launch.
-    entry->cubin = compile_cubin(spec.source, spec.name_expression, spec.options, arch());
-    ++stats_.compiles;
-    try {
-      disk_.store(key, "cubin", entry->cubin.lowered_name + "\n" + entry->cubin.image);
-    } catch (const std::exception&) {
-    }
-  }
-  stats_.corrupt_entries += disk_.corrupt_entries() - corrupt_before;
-  if (found != memory_.end() && found->second->module != nullptr)
-    driver().module_unload(found->second->module);
-  std::unique_ptr<Entry>& slot = memory_[memory_key];
-  slot = std::move(entry);
-  return *slot;
+  // TODO(d13.5) (lesson §7): memory_ first (key: the name expression and the options; the
+  // source must also be equal), counting stats_.memory_hits. Else the disk under
+  // cache_key(..., arch(), nvrtc_version()): the payload is lowered_name + "\n" + image
+  // (stats_.disk_hits). Else compile_cubin (stats_.compiles) and store that payload, ignoring
+  // a failed store. Add the disk's newly found corrupt entries to stats_.corrupt_entries, unload
+  // the module of an entry you replace, and keep the new entry in memory_.
+  throw std::logic_error("KernelCache: get_cubin/get_function are not written yet (TODO d13.5)");
 }
 
 // Given.
@@ -792,8 +534,7 @@ KernelSpec rmsnorm_spec(const std::string& dtype, int hidden, const RmsNormConfi
   spec.name = "d13_rmsnorm";
   spec.source = kRmsNormSource;
   spec.name_expression = "d13_rmsnorm_kernel<" + tag + ", " + std::to_string(hidden) + ", " +
-                         std::to_string(config.vec) + ", " + std::to_string(config.threads) +
-                         ">";
+                         std::to_string(config.vec) + ", " + std::to_string(config.threads) + ">";
   spec.options = {"-std=c++17"};
   return spec;
 }
@@ -833,9 +574,9 @@ KernelSpec gemm_spec(const GemmConfig& c) {
   KernelSpec spec;
   spec.name = "d13_gemm";
   spec.source = kGemmSource;
-  spec.name_expression = "d13_gemm_kernel<" + std::to_string(c.bm) + ", " +
-                         std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " +
-                         std::to_string(c.tm) + ", " + std::to_string(c.tn) + ">";
+  spec.name_expression = "d13_gemm_kernel<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) +
+                         ", " + std::to_string(c.bk) + ", " + std::to_string(c.tm) + ", " +
+                         std::to_string(c.tn) + ">";
   spec.options = {"-std=c++17"};
   return spec;
 }
@@ -846,7 +587,7 @@ KernelSpec gemm_spec(const GemmConfig& c) {
 namespace {
 
 // Given: what the tuning key names as the device.
-std::string device_description() {
+[[maybe_unused]] std::string device_description() {
   int device = 0;
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
@@ -860,74 +601,15 @@ Tuned<Config> autotune(KernelCache& cache, const std::string& kernel, const std:
                        const std::vector<Config>& candidates,
                        const std::function<void(const Config&)>& run) {
   course::require(!candidates.empty(), "autotune: no candidate configuration for " + shape);
-  // The record's key: the device, the kernel, the shape and the candidate list (a changed list
-  // is retuned), and NVRTC's version (another compiler, other winners).
-  std::string text = "d13-tune-v1\n" + device_description() + "\n" + kernel + "\n" + shape +
-                     "\nnvrtc " + std::to_string(nvrtc_version()) + "\n";
-  for (const Config& c : candidates) text += describe(c) + "\n";
-  const std::string key = sha256_hex(text);
-  Tuned<Config> result;
-  const auto pick = [&](const std::string& description) {
-    for (const Config& c : candidates)
-      if (describe(c) == description) {
-        result.config = c;
-        result.from_cache = true;
-        ++cache.stats().tuning_hits;
-        cache.tuned()[key] = description;
-        return true;
-      }
-    return false;
-  };
-  const auto remembered = cache.tuned().find(key);
-  if (remembered != cache.tuned().end() && pick(remembered->second)) return result;
-  if (const std::optional<std::string> record = cache.disk().load(key, "tune")) {
-    const std::string prefix = "config=";
-    if (record->compare(0, prefix.size(), prefix) == 0) {
-      const std::size_t end = record->find('\n');
-      if (pick(record->substr(prefix.size(), end - prefix.size()))) return result;
-    }
-  }
-  // Time every candidate: the first launch compiles and loads (untimed), kTuneWarmup launches
-  // warm the caches and clocks, then kTuneSamples launches each between two events; a
-  // candidate's figure is its median, which one slow launch cannot move.
-  cudaEvent_t start = nullptr, stop = nullptr;
-  COURSE_CUDA_CHECK(cudaEventCreate(&start));
-  COURSE_CUDA_CHECK(cudaEventCreate(&stop));
-  const std::unique_ptr<cudaEvent_t, void (*)(cudaEvent_t*)> start_guard(
-      &start, [](cudaEvent_t* e) { cudaEventDestroy(*e); });
-  const std::unique_ptr<cudaEvent_t, void (*)(cudaEvent_t*)> stop_guard(
-      &stop, [](cudaEvent_t* e) { cudaEventDestroy(*e); });
-  double best_us = std::numeric_limits<double>::infinity();
-  for (const Config& c : candidates) {
-    for (int i = 0; i < kTuneWarmup; ++i) run(c);
-    std::vector<double> samples;
-    for (int i = 0; i < kTuneSamples; ++i) {
-      COURSE_CUDA_CHECK(cudaEventRecord(start));
-      run(c);
-      COURSE_CUDA_CHECK(cudaEventRecord(stop));
-      COURSE_CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0.0f;
-      COURSE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      samples.push_back(1000.0 * ms);
-    }
-    const double median_us = course::bench::percentile(samples, 0.5);
-    if (median_us < best_us) {
-      best_us = median_us;
-      result.config = c;
-    }
-  }
-  result.candidates_timed = static_cast<int>(candidates.size());
-  result.best_us = best_us;
-  ++cache.stats().tuning_runs;
-  cache.tuned()[key] = describe(result.config);
-  std::ostringstream record;
-  record << "config=" << describe(result.config) << "\nmedian_us=" << best_us
-         << "\nkernel=" << kernel << "\nshape=" << shape << "\n";
-  try {  // as for CUBINs: an unwritable cache costs the next process a tuning run, nothing more
-    cache.disk().store(key, "tune", record.str());
-  } catch (const std::exception&) {
-  }
-  return result;
+  // TODO(d13.8) (lesson §10): the record's key is sha256_hex of a text naming the device
+  // (device_description()), the kernel, the shape, NVRTC's version and every candidate
+  // (describe()). If cache.tuned() or the disk record (cache.disk().load(key, "tune"), a text
+  // "config=<describe()>\n...") names a candidate: return it, from_cache = true,
+  // ++stats().tuning_hits. Else time each candidate with `run`: kTuneWarmup launches, then
+  // kTuneSamples launches each between two CUDA events, its median (course::bench::percentile);
+  // keep the fastest, set candidates_timed and best_us, ++stats().tuning_runs, and record the
+  // winner in cache.tuned() and on disk (store, ignoring a failed write).
+  return Tuned<Config>{candidates.front()};
 }
 
 // Given: the widest vector (in elements, up to 8) to which every pointer is aligned.
@@ -947,8 +629,8 @@ Tuned<RmsNormConfig> autotune_rmsnorm(const T* x, const T* w, T* y, std::int64_t
   course::require(rows >= 1, "autotune_rmsnorm: rows must be >= 1");
   KernelCache& kc = cache != nullptr ? *cache : default_kernel_cache();
   const int max_vec = max_vec_for(sizeof(T), {x, w, y});
-  const std::string shape = std::string(course::DType<T>::name) + " rows=" +
-                            std::to_string(rows) + " hidden=" + std::to_string(hidden) +
+  const std::string shape = std::string(course::DType<T>::name) + " rows=" + std::to_string(rows) +
+                            " hidden=" + std::to_string(hidden) +
                             " max_vec=" + std::to_string(max_vec);
   return autotune<RmsNormConfig>(
       kc, "d13_rmsnorm", shape, rmsnorm_candidates(sizeof(T), hidden, max_vec),
@@ -1005,8 +687,8 @@ void rmsnorm(const T* x, const T* w, T* y, std::int64_t rows, int hidden, float 
   launch(function, dim3(static_cast<unsigned>(rows)), dim3(config.threads), args);
 }
 
-void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
-          std::int64_t K, GemmConfig config, KernelCache* cache) {
+void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N, std::int64_t K,
+          GemmConfig config, KernelCache* cache) {
   course::require(M >= 0 && N >= 0 && K >= 0, "gemm: M, N and K must be >= 0");
   if (M == 0 || N == 0) return;
   course::require(K >= 1, "gemm: K must be >= 1");
@@ -1028,10 +710,10 @@ void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t
          dim3(threads), args);
 }
 
-#define D13_INSTANTIATE(T)                                                                    \
-  template void rmsnorm_0_aot<T>(const T*, const T*, T*, std::int64_t, int, float);          \
-  template void rmsnorm<T>(const T*, const T*, T*, std::int64_t, int, float, RmsNormConfig, \
-                           KernelCache*);                                                     \
+#define D13_INSTANTIATE(T)                                                                     \
+  template void rmsnorm_0_aot<T>(const T*, const T*, T*, std::int64_t, int, float);            \
+  template void rmsnorm<T>(const T*, const T*, T*, std::int64_t, int, float, RmsNormConfig,    \
+                           KernelCache*);                                                      \
   template Tuned<RmsNormConfig> autotune_rmsnorm<T>(const T*, const T*, T*, std::int64_t, int, \
                                                     float, KernelCache*);
 D13_INSTANTIATE(float)

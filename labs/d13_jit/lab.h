@@ -209,8 +209,8 @@ inline constexpr GemmConfig kGemmCandidates[] = {
     {32, 32, 8, 2, 2},  {64, 64, 8, 4, 4},  {64, 64, 16, 4, 4},
     {128, 64, 8, 8, 4}, {64, 128, 8, 4, 8}, {128, 128, 8, 8, 8},
 };
-void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
-          std::int64_t K, GemmConfig config = {}, KernelCache* cache = nullptr);
+void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N, std::int64_t K,
+          GemmConfig config = {}, KernelCache* cache = nullptr);
 
 // ------------------------------------------------------------------------------------------
 // Exercise 8 — autotuning (lesson §10). Times every candidate on the caller's buffers (CUDA

@@ -271,16 +271,14 @@ __global__ void __launch_bounds__(kAotThreads)
 // Given: SHA-256 (FIPS 180-4). 64-byte blocks of the message padded with 0x80, zeros and the
 // bit length; each block mixed into the eight-word state by 64 rounds.
 constexpr std::uint32_t kSha256Rounds[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
@@ -304,8 +302,7 @@ std::array<std::uint8_t, 32> sha256(const std::string& bytes) {
       const std::uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
       w[t] = w[t - 16] + s0 + w[t - 7] + s1;
     }
-    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6],
-                  hh = h[7];
+    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
     for (int t = 0; t < 64; ++t) {
       const std::uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
       const std::uint32_t ch = (e & f) ^ (~e & g);
@@ -483,8 +480,8 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   // The temporary file is in the same folder (rename is atomic only within one file system)
   // and its name is unique to this process and call (two writers never share one).
   static std::atomic<unsigned> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   const auto fail = [&](const char* what) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());
@@ -534,8 +531,7 @@ std::optional<std::string> DiskCache::load(const std::string& key, const std::st
   return payload;
 }
 
-void DiskCache::store(const std::string& key, const std::string& ext,
-                      const std::string& payload) {
+void DiskCache::store(const std::string& key, const std::string& ext, const std::string& payload) {
   write_file_atomically(path_for(key, ext), encode_entry(payload));
 }
 
@@ -558,8 +554,8 @@ void DiskCache::clear() {
   for (const auto& file : std::filesystem::directory_iterator(dir_, error)) {
     const std::string name = file.path().filename().string();
     const auto ends_with = [&name](const std::string& tail) {
-      return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(),
-                                                        tail) == 0;
+      return name.size() >= tail.size() &&
+             name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
     };
     if (ends_with(".cubin") || ends_with(".tune") || name.find(".tmp.") != std::string::npos)
       std::filesystem::remove(file.path(), error);
@@ -595,8 +591,7 @@ std::string annotate_compile_log(const std::string& source, const std::string& l
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   std::set<int> named;
   const std::string prefix = std::string(kProgramName) + "(";
-  for (std::size_t at = log.find(prefix); at != std::string::npos;
-       at = log.find(prefix, at + 1)) {
+  for (std::size_t at = log.find(prefix); at != std::string::npos; at = log.find(prefix, at + 1)) {
     const int line = std::atoi(log.c_str() + at + prefix.size());
     if (line >= 1 && line <= static_cast<int>(lines.size())) named.insert(line);
   }
@@ -641,11 +636,11 @@ Cubin compile_cubin(const std::string& source, const std::string& name_expressio
   if (compiled != NVRTC_SUCCESS) {
     std::string flags;
     for (const std::string& option : all) flags += " " + option;
-    throw CompileError(annotate_compile_log(source, log,
-                                            "NVRTC could not compile " + name_expression +
-                                                " (options:" + flags +
-                                                "): " + nvrtcGetErrorString(compiled)),
-                       log);
+    throw CompileError(
+        annotate_compile_log(source, log,
+                             "NVRTC could not compile " + name_expression + " (options:" + flags +
+                                 "): " + nvrtcGetErrorString(compiled)),
+        log);
   }
   Cubin cubin;
   const char* lowered = nullptr;
@@ -792,8 +787,7 @@ KernelSpec rmsnorm_spec(const std::string& dtype, int hidden, const RmsNormConfi
   spec.name = "d13_rmsnorm";
   spec.source = kRmsNormSource;
   spec.name_expression = "d13_rmsnorm_kernel<" + tag + ", " + std::to_string(hidden) + ", " +
-                         std::to_string(config.vec) + ", " + std::to_string(config.threads) +
-                         ">";
+                         std::to_string(config.vec) + ", " + std::to_string(config.threads) + ">";
   spec.options = {"-std=c++17"};
   return spec;
 }
@@ -833,9 +827,9 @@ KernelSpec gemm_spec(const GemmConfig& c) {
   KernelSpec spec;
   spec.name = "d13_gemm";
   spec.source = kGemmSource;
-  spec.name_expression = "d13_gemm_kernel<" + std::to_string(c.bm) + ", " +
-                         std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " +
-                         std::to_string(c.tm) + ", " + std::to_string(c.tn) + ">";
+  spec.name_expression = "d13_gemm_kernel<" + std::to_string(c.bm) + ", " + std::to_string(c.bn) +
+                         ", " + std::to_string(c.bk) + ", " + std::to_string(c.tm) + ", " +
+                         std::to_string(c.tn) + ">";
   spec.options = {"-std=c++17"};
   return spec;
 }
@@ -947,8 +941,8 @@ Tuned<RmsNormConfig> autotune_rmsnorm(const T* x, const T* w, T* y, std::int64_t
   course::require(rows >= 1, "autotune_rmsnorm: rows must be >= 1");
   KernelCache& kc = cache != nullptr ? *cache : default_kernel_cache();
   const int max_vec = max_vec_for(sizeof(T), {x, w, y});
-  const std::string shape = std::string(course::DType<T>::name) + " rows=" +
-                            std::to_string(rows) + " hidden=" + std::to_string(hidden) +
+  const std::string shape = std::string(course::DType<T>::name) + " rows=" + std::to_string(rows) +
+                            " hidden=" + std::to_string(hidden) +
                             " max_vec=" + std::to_string(max_vec);
   return autotune<RmsNormConfig>(
       kc, "d13_rmsnorm", shape, rmsnorm_candidates(sizeof(T), hidden, max_vec),
@@ -1005,8 +999,8 @@ void rmsnorm(const T* x, const T* w, T* y, std::int64_t rows, int hidden, float 
   launch(function, dim3(static_cast<unsigned>(rows)), dim3(config.threads), args);
 }
 
-void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
-          std::int64_t K, GemmConfig config, KernelCache* cache) {
+void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N, std::int64_t K,
+          GemmConfig config, KernelCache* cache) {
   course::require(M >= 0 && N >= 0 && K >= 0, "gemm: M, N and K must be >= 0");
   if (M == 0 || N == 0) return;
   course::require(K >= 1, "gemm: K must be >= 1");
@@ -1028,10 +1022,10 @@ void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t
          dim3(threads), args);
 }
 
-#define D13_INSTANTIATE(T)                                                                    \
-  template void rmsnorm_0_aot<T>(const T*, const T*, T*, std::int64_t, int, float);          \
-  template void rmsnorm<T>(const T*, const T*, T*, std::int64_t, int, float, RmsNormConfig, \
-                           KernelCache*);                                                     \
+#define D13_INSTANTIATE(T)                                                                     \
+  template void rmsnorm_0_aot<T>(const T*, const T*, T*, std::int64_t, int, float);            \
+  template void rmsnorm<T>(const T*, const T*, T*, std::int64_t, int, float, RmsNormConfig,    \
+                           KernelCache*);                                                      \
   template Tuned<RmsNormConfig> autotune_rmsnorm<T>(const T*, const T*, T*, std::int64_t, int, \
                                                     float, KernelCache*);
 D13_INSTANTIATE(float)
