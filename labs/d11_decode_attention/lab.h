@@ -26,11 +26,20 @@
 // every page full but the last, which holds last_page_len[b] tokens (1 .. page_size), so
 //   len(b) = (indptr[b + 1] - indptr[b] - 1) * page_size + last_page_len[b].
 // Pages may be in any order in the cache and may be shared by several sequences (a common
-// prefix). upload_paged_kv() validates the table (Exercise 1) and copies it to the device once;
-// the launcher validates the host copy it holds again at every call (a few microseconds of host
-// work for thousands of pages), so a table the kernel reads has always been checked: an index
-// out of range is a message, never an illegal address. The host and device copies are made
-// together and never change: to change the table, upload a new PagedKv.
+// prefix).
+//
+// Plan once, run many times (FlashInfer's plan()/run() split). All the O(pages) host work
+// happens once per table, outside the decode loop: upload_paged_kv() validates the table
+// (Exercise 1, before it allocates anything) and copies it to the device; plan_decode() checks
+// the head ratio, picks the number of splits and allocates the split-KV workspace. A launch,
+// decode_attention(args, kv, plan), then does O(1) host work: it checks that kv came from a
+// successful upload and plan from plan_decode() for that kv, that the shapes agree and the
+// workspace is big enough, and launches: no loop over pages, no allocation, no copy, no
+// synchronisation. The guarantee stays: an index out of range is a message at upload, never an
+// illegal address, because a PagedKv's table can't change behind its back: its members are
+// private, set only by upload_paged_kv(), and its device copy is never written after the upload
+// (the kernels only read it; no function hands out a writable pointer). To change the table,
+// upload a new PagedKv (and plan again).
 #pragma once
 
 #include <cstdint>
@@ -73,14 +82,34 @@ std::int64_t sequence_length(const PageTable& table, int page_size, int b);
 // 1 .. page_size.
 void validate_decode(const CacheShape& shape, const PageTable& table, int num_qo_heads);
 
-// The page table, validated (for num_qo_heads = num_kv_heads: the head ratio is checked again
-// at each launch) and on the device. Given: made by upload_paged_kv().
-struct PagedKv {
-  CacheShape shape;
-  PageTable table;  // the host copy the launcher validates
-  course::DeviceBuffer<std::int32_t> indptr, page_indices, last_page_len;  // device copies
-  std::int64_t max_len = 0;                                                // longest sequence
+// The page table, validated and on the device: made only by upload_paged_kv(), read-only after
+// (see the top of this file). A default-constructed PagedKv is "not uploaded" and every launch
+// refuses it. Move-only (it owns device memory).
+class PagedKv {
+ public:
+  PagedKv() = default;
+  bool uploaded() const { return id_ != 0; }
+  std::uint64_t id() const { return id_; }  // unique per successful upload; 0: not uploaded
+  const CacheShape& shape() const { return shape_; }
+  int batch() const { return batch_; }
+  std::int64_t max_len() const { return max_len_; }  // the longest sequence, in tokens
+  std::int64_t num_page_entries() const { return num_page_entries_; }
+  const std::int32_t* indptr() const { return indptr_.data(); }  // device, [batch + 1]
+  const std::int32_t* page_indices() const { return page_indices_.data(); }
+  const std::int32_t* last_page_len() const { return last_page_len_.data(); }
+
+ private:
+  friend PagedKv upload_paged_kv(const CacheShape& shape, const PageTable& table);
+  std::uint64_t id_ = 0;
+  CacheShape shape_;
+  int batch_ = 0;
+  std::int64_t max_len_ = 0;
+  std::int64_t num_page_entries_ = 0;
+  course::DeviceBuffer<std::int32_t> indptr_, page_indices_, last_page_len_;
 };
+// Validates the table with validate_decode(shape, table, shape.num_kv_heads) (the head ratio is
+// checked by plan_decode) BEFORE touching the GPU, then copies it to the device: a bad table
+// throws course::InvalidArgument and nothing is allocated.
 PagedKv upload_paged_kv(const CacheShape& shape, const PageTable& table);
 
 // ------------------------------------------------------------------------------------------
@@ -93,7 +122,7 @@ struct SplitRange {
 };
 SplitRange split_range(std::int64_t len, int num_splits, int split);
 
-// How many splits the launcher uses when asked for kAutoSplits (given, lesson §6.3): enough
+// How many splits plan_decode() picks when asked for kAutoSplits (given, lesson §6.3): enough
 // blocks (batch * num_kv_heads * splits) to fill every SM twice over, but no split shorter than
 // kMinSplitTokens tokens of the longest sequence, and at most kMaxSplits.
 constexpr int kAutoSplits = 0;
@@ -102,18 +131,33 @@ constexpr std::int64_t kMinSplitTokens = 256;
 int choose_num_splits(int batch, int num_kv_heads, std::int64_t max_len, int sm_count);
 
 // The float32 scratch of split-KV: partial o [batch, num_qo_heads, S, head_dim] and partial lse
-// [batch, num_qo_heads, S]. The launcher grows it when a call needs more; keep one per stream
-// and reuse it (a benchmark allocates once).
+// [batch, num_qo_heads, S]. Allocated by plan_decode() (empty when S = 1).
 struct DecodeWorkspace {
   course::DeviceBuffer<float> partial_o, partial_lse;
 };
 
+// The plan of the launches for one PagedKv and one head count (plan()/run(): see the top of this
+// file). plan_decode() checks num_qo_heads against the cache's KV heads (a positive multiple,
+// ratio 1, 4 or 8: the compiled group sizes) and num_splits (kAutoSplits, or 1 .. kMaxSplits),
+// resolves kAutoSplits with choose_num_splits() on this GPU, and allocates the workspace. Reuse
+// one plan for every decode step of the same table; one plan per stream (the workspace is
+// scratch).
+struct DecodePlan {
+  std::uint64_t kv_id = 0;  // the PagedKv::id() it was made for; 0: not a plan
+  int batch = 0;
+  int num_qo_heads = 0;
+  int head_dim = 0;
+  int num_splits = 1;  // resolved: 1 .. kMaxSplits
+  DecodeWorkspace workspace;
+};
+DecodePlan plan_decode(const PagedKv& kv, int num_qo_heads, int num_splits = kAutoSplits);
+
 // ------------------------------------------------------------------------------------------
 // Exercises 2 and 3 — decode attention (lesson §4-§6). One block per (sequence, KV head,
 // split) computes every query head of the KV head's group, so each K/V byte is read once.
-// num_splits: kAutoSplits (choose_num_splits), or a number 1 .. kMaxSplits (1: no split, the
-// block writes o and lse itself; > 1: partial results to `workspace`, merged by a second
-// kernel). scale is the softmax scale (usually 1 / sqrt(head_dim)).
+// The plan says how many splits (1: no split, the block writes o and lse itself; > 1: partial
+// results to plan.workspace, merged by a second kernel). scale is the softmax scale (usually
+// 1 / sqrt(head_dim)). O(1) host work per call (see the top of this file).
 template <class T>
 struct DecodeArgs {
   const T* q = nullptr;        // [batch, num_qo_heads, head_dim]
@@ -124,9 +168,7 @@ struct DecodeArgs {
   int num_qo_heads = 0;
   float scale = 0.0f;
 };
-void decode_attention(const DecodeArgs<half>& args, const PagedKv& kv, DecodeWorkspace& workspace,
-                      int num_splits = kAutoSplits);
-void decode_attention(const DecodeArgs<bfloat16>& args, const PagedKv& kv,
-                      DecodeWorkspace& workspace, int num_splits = kAutoSplits);
+void decode_attention(const DecodeArgs<half>& args, const PagedKv& kv, DecodePlan& plan);
+void decode_attention(const DecodeArgs<bfloat16>& args, const PagedKv& kv, DecodePlan& plan);
 
 }  // namespace d11

@@ -39,12 +39,29 @@ d11::CacheShape valid_shape() { return {8, 16, 2, 128}; }
 d11::PageTable valid_table() { return {{0, 2, 3, 4}, {5, 0, 7, 3}, {4, 16, 1}}; }
 constexpr int kValidQoHeads = 8;
 
+// validate_decode must reject the table; so must upload_paged_kv (for a table or shape, not a
+// head count, which plan_decode checks), and before it touches the GPU: the upload is where the
+// table is checked, once (lab.h), and it allocates nothing for a table it refuses. (These cases
+// run without a GPU: an upload that got as far as allocating would throw a CudaError here.)
+enum class Check { kTableAndUpload, kTableOnly };
+
 void expect_rejected(const d11::CacheShape& shape, const d11::PageTable& table, int qo_heads,
-                     const std::string& what) {
+                     const std::string& what, Check check = Check::kTableAndUpload) {
   try {
     d11::validate_decode(shape, table, qo_heads);
   } catch (const course::InvalidArgument& e) {
     EXPECT_FALSE(std::string(e.what()).empty()) << what << ": the message should say what is wrong";
+    if (check == Check::kTableOnly) return;
+    try {
+      (void)d11::upload_paged_kv(shape, table);
+      ADD_FAILURE() << "upload_paged_kv accepted " << what
+                    << ": it must call validate_decode before anything else";
+    } catch (const course::InvalidArgument&) {
+    } catch (const std::exception& e2) {
+      ADD_FAILURE() << what << ": upload_paged_kv threw something other than "
+                    << "course::InvalidArgument (does it validate before allocating?): "
+                    << e2.what();
+    }
     return;
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": validate_decode threw something other than course::InvalidArgument"
@@ -97,8 +114,10 @@ TEST(PagedKvValidation, RejectsLengthsThatDoNotFitTheirPages) {
 }
 
 TEST(PagedKvValidation, RejectsWrongHeadRatiosAndShapes) {
-  expect_rejected(valid_shape(), valid_table(), 3, "3 query heads for 2 KV heads");
-  expect_rejected(valid_shape(), valid_table(), 0, "0 query heads");
+  // (The head count is not the upload's business: plan_decode checks it, see run_and_check.)
+  expect_rejected(valid_shape(), valid_table(), 3, "3 query heads for 2 KV heads",
+                  Check::kTableOnly);
+  expect_rejected(valid_shape(), valid_table(), 0, "0 query heads", Check::kTableOnly);
   auto shape = valid_shape();
   shape.num_kv_heads = 0;
   expect_rejected(shape, valid_table(), kValidQoHeads, "0 KV heads");
@@ -263,18 +282,19 @@ void run_and_check(const Problem<T>& pr, int num_splits, const std::string& todo
   const std::size_t rows = static_cast<std::size_t>(pr.table.batch()) * pr.num_qo_heads;
   course::Guarded<T> o(rows * pr.shape.head_dim, 0);
   course::Guarded<float> lse(rows, 0);
-  // The split workspace, sized as the launcher will need it and poisoned: a merge that reads a
-  // partial result the attention kernel did not write sees NaN, not a stale value.
-  d11::DecodeWorkspace workspace;
-  const int splits = num_splits != d11::kAutoSplits
-                         ? num_splits
-                         : d11::choose_num_splits(pr.table.batch(), pr.shape.num_kv_heads,
-                                                  kv.max_len, course::device_facts().sm_count);
-  if (splits > 1) {
-    workspace.partial_lse = DeviceBuffer<float>(rows * splits);
-    workspace.partial_o = DeviceBuffer<float>(rows * splits * pr.shape.head_dim);
-    workspace.partial_lse.poison();
-    workspace.partial_o.poison();
+  // The plan (once per table, lab.h); its split workspace poisoned: a merge that reads a partial
+  // result the attention kernel did not write sees NaN, not a stale value.
+  d11::DecodePlan plan = d11::plan_decode(kv, pr.num_qo_heads, num_splits);
+  if (num_splits != d11::kAutoSplits) {
+    EXPECT_EQ(plan.num_splits, num_splits);
+  } else {
+    EXPECT_EQ(plan.num_splits,
+              d11::choose_num_splits(pr.table.batch(), pr.shape.num_kv_heads, kv.max_len(),
+                                     course::device_facts().sm_count));
+  }
+  if (plan.num_splits > 1) {
+    plan.workspace.partial_lse.poison();
+    plan.workspace.partial_o.poison();
   }
   d11::DecodeArgs<T> args;
   args.q = dq.data();
@@ -284,7 +304,21 @@ void run_and_check(const Problem<T>& pr, int num_splits, const std::string& todo
   args.lse = lse.data();
   args.num_qo_heads = pr.num_qo_heads;
   args.scale = pr.scale;
-  d11::decode_attention(args, kv, workspace, num_splits);
+  // The launch's cheap checks (given code; they throw before any launch, so the outputs keep
+  // their poison): a PagedKv that was never uploaded, a plan for another head count or another
+  // upload of the same table, and a head count the plan did not check.
+  EXPECT_THROW(d11::decode_attention(args, d11::PagedKv{}, plan), course::InvalidArgument);
+  EXPECT_THROW((void)d11::plan_decode(kv, pr.num_qo_heads + 1, num_splits),
+               course::InvalidArgument);
+  {
+    const d11::PagedKv other = d11::upload_paged_kv(pr.shape, pr.table);
+    EXPECT_THROW(d11::decode_attention(args, other, plan), course::InvalidArgument);
+    d11::DecodeArgs<T> wrong_heads = args;
+    wrong_heads.num_qo_heads =
+        pr.shape.num_kv_heads * (pr.num_qo_heads == pr.shape.num_kv_heads ? 4 : 1);
+    EXPECT_THROW(d11::decode_attention(wrong_heads, kv, plan), course::InvalidArgument);
+  }
+  d11::decode_attention(args, kv, plan);
   std::vector<double> ref_o, ref_lse;
   reference(pr, ref_o, ref_lse);
   course::CompareOptions o_options;

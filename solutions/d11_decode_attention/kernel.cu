@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -431,27 +432,33 @@ void validate_decode(const CacheShape& shape, const PageTable& table, int num_qo
   require(table.indptr[0] == 0, f + "indptr[0] = " + to_string(table.indptr[0]) + ", expected 0");
   for (int b = 0; b < batch; ++b) {
     const std::int64_t pages = static_cast<std::int64_t>(table.indptr[b + 1]) - table.indptr[b];
-    require(pages >= 0, f + "indptr decreases at sequence " + to_string(b) + " (indptr[" +
-                            to_string(b) + "] = " + to_string(table.indptr[b]) + " > indptr[" +
-                            to_string(b + 1) + "] = " + to_string(table.indptr[b + 1]) + ")");
-    require(pages >= 1, f + "sequence " + to_string(b) +
-                            " has no page (every sequence holds at least its new token)");
+    if (pages < 0)
+      require(false, f + "indptr decreases at sequence " + to_string(b) + " (indptr[" +
+                         to_string(b) + "] = " + to_string(table.indptr[b]) + " > indptr[" +
+                         to_string(b + 1) + "] = " + to_string(table.indptr[b + 1]) + ")");
+    if (pages < 1)
+      require(false, f + "sequence " + to_string(b) +
+                         " has no page (every sequence holds at least its new token)");
   }
   require(static_cast<std::size_t>(table.indptr[batch]) == table.page_indices.size(),
           f + "indptr[batch] = " + to_string(table.indptr[batch]) + " but page_indices has " +
               to_string(table.page_indices.size()) + " entries");
+  // (In the loops, the message is built only for the entry that fails: a string per page would
+  // cost more than the check.)
   for (std::size_t i = 0; i < table.page_indices.size(); ++i)
-    require(table.page_indices[i] >= 0 && table.page_indices[i] < shape.num_pages,
-            f + "page_indices[" + to_string(i) + "] = " + to_string(table.page_indices[i]) +
-                " is out of range: the cache has pages 0 .. " + to_string(shape.num_pages - 1));
+    if (table.page_indices[i] < 0 || table.page_indices[i] >= shape.num_pages)
+      require(false,
+              f + "page_indices[" + to_string(i) + "] = " + to_string(table.page_indices[i]) +
+                  " is out of range: the cache has pages 0 .. " + to_string(shape.num_pages - 1));
   for (int b = 0; b < batch; ++b) {
     const int last = table.last_page_len[b];
-    require(last >= 1 && last <= shape.page_size,
-            f + "last_page_len[" + to_string(b) + "] = " + to_string(last) +
-                " does not fit a page: expected 1 .. page_size = " + to_string(shape.page_size));
+    if (last < 1 || last > shape.page_size)
+      require(false,
+              f + "last_page_len[" + to_string(b) + "] = " + to_string(last) +
+                  " does not fit a page: expected 1 .. page_size = " + to_string(shape.page_size));
     const std::int64_t pages = table.indptr[b + 1] - table.indptr[b];
-    require((pages - 1) * shape.page_size + last <= std::numeric_limits<std::int32_t>::max(),
-            f + "sequence " + to_string(b) + " is longer than 2^31 - 1 tokens");
+    if ((pages - 1) * shape.page_size + last > std::numeric_limits<std::int32_t>::max())
+      require(false, f + "sequence " + to_string(b) + " is longer than 2^31 - 1 tokens");
   }
 }
 
@@ -461,15 +468,19 @@ std::int64_t sequence_length(const PageTable& table, int page_size, int b) {
 }
 
 PagedKv upload_paged_kv(const CacheShape& shape, const PageTable& table) {
+  // The one O(pages) check, before anything is allocated (lab.h: plan once, run many times).
   validate_decode(shape, table, shape.num_kv_heads);
+  static std::atomic<std::uint64_t> next_id{1};
   PagedKv kv;
-  kv.shape = shape;
-  kv.table = table;
-  kv.indptr = course::DeviceBuffer<std::int32_t>(table.indptr);
-  kv.page_indices = course::DeviceBuffer<std::int32_t>(table.page_indices);
-  kv.last_page_len = course::DeviceBuffer<std::int32_t>(table.last_page_len);
+  kv.shape_ = shape;
+  kv.batch_ = table.batch();
+  kv.num_page_entries_ = static_cast<std::int64_t>(table.page_indices.size());
+  kv.indptr_ = course::DeviceBuffer<std::int32_t>(table.indptr);
+  kv.page_indices_ = course::DeviceBuffer<std::int32_t>(table.page_indices);
+  kv.last_page_len_ = course::DeviceBuffer<std::int32_t>(table.last_page_len);
   for (int b = 0; b < table.batch(); ++b)
-    kv.max_len = std::max(kv.max_len, sequence_length(table, shape.page_size, b));
+    kv.max_len_ = std::max(kv.max_len_, sequence_length(table, shape.page_size, b));
+  kv.id_ = next_id.fetch_add(1);  // last: only a complete upload is "uploaded"
   return kv;
 }
 
@@ -496,12 +507,18 @@ void launch_attention(const KernelParams<T>& p, int batch) {
       sizeof(float) * Shape::kGroups * kGroupSize * (kHeadDim + 3);  // finish_block's
   static_assert(scratch <= smem, "the merge scratch must fit in the stages it reuses");
   auto kernel = decode_attention_kernel<T, kHeadDim, kGroupSize, kSplit>;
-  COURSE_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  // All of the unified L1/shared storage as shared memory: kMinBlocksPerSm blocks of stages must
-  // fit (the copies bypass L1 anyway), which the driver's default split need not give.
-  COURSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         cudaSharedmemCarveoutMaxShared));
+  // Once per kernel and process, not per call (a launch does O(1) host work, lab.h). All of the
+  // unified L1/shared storage as shared memory: kMinBlocksPerSm blocks of stages must fit (the
+  // copies bypass L1 anyway), which the driver's default split need not give. (A static's
+  // initialiser that throws runs again at the next call.)
+  static const bool attributes_set = [kernel] {
+    COURSE_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    COURSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared));
+    return true;
+  }();
+  (void)attributes_set;
   const dim3 grid(p.num_splits, p.num_kv_heads, batch);
   kernel<<<grid, kThreads, smem>>>(p);
   COURSE_LAUNCH_CHECK();
@@ -530,65 +547,71 @@ void launch_all(const KernelParams<T>& p, int batch, int ratio) {
   COURSE_LAUNCH_CHECK();
 }
 
+// The checks of a launch: O(1), and the message strings are built only when one fails.
 template <class T>
-void decode_attention_impl(const DecodeArgs<T>& a, const PagedKv& kv, DecodeWorkspace& ws,
-                           int num_splits) {
+void decode_attention_impl(const DecodeArgs<T>& a, const PagedKv& kv, DecodePlan& plan) {
   using course::require;
-  const std::string f = "decode_attention: ";
-  const CacheShape& shape = kv.shape;
-  validate_decode(shape, kv.table, a.num_qo_heads);
-  const int batch = kv.table.batch();
-  require(kv.indptr.size() == kv.table.indptr.size() &&
-              kv.page_indices.size() == kv.table.page_indices.size() &&
-              kv.last_page_len.size() == kv.table.last_page_len.size(),
-          f + "the page table is not on the device: make the PagedKv with upload_paged_kv()");
-  // NOTE: validate_decode checked these; checked again here because the dispatch below divides
-  // by num_kv_heads and picks the kernel by head_dim (a starter's empty validate_decode must not
-  // turn a bad shape into a crash).
-  require(shape.num_kv_heads >= 1 && a.num_qo_heads % shape.num_kv_heads == 0 &&
-              (shape.head_dim == 64 || shape.head_dim == 128),
-          f + "unsupported shape (see validate_decode)");
+  const char* f = "decode_attention: ";
+  if (!kv.uploaded())
+    require(false, std::string(f) + "the PagedKv was not made by upload_paged_kv()");
+  if (plan.kv_id != kv.id())
+    require(false, std::string(f) +
+                       "the plan was not made by plan_decode() for this PagedKv (plan again after "
+                       "each upload)");
+  const CacheShape& shape = kv.shape();
+  const int batch = kv.batch();
+  // NOTE: upload_paged_kv and plan_decode checked these; checked again (cheap) because the
+  // dispatch below divides by num_kv_heads and picks the kernel by head_dim and group size (a
+  // starter's empty validate_decode, or a plan edited by hand, must not become a crash).
+  const bool shape_ok = shape.num_kv_heads >= 1 &&
+                        (shape.head_dim == 64 || shape.head_dim == 128) && a.num_qo_heads >= 1 &&
+                        a.num_qo_heads % shape.num_kv_heads == 0 &&
+                        a.num_qo_heads == plan.num_qo_heads && plan.batch == batch &&
+                        plan.head_dim == shape.head_dim && batch >= 1 && batch <= 65535 &&
+                        shape.num_kv_heads <= 65535;
+  if (!shape_ok)
+    require(false, std::string(f) + "num_qo_heads = " + std::to_string(a.num_qo_heads) +
+                       " does not match the plan (" + std::to_string(plan.num_qo_heads) +
+                       ") or the cache's shape: make the plan with plan_decode(kv, num_qo_heads)");
   const int ratio = a.num_qo_heads / shape.num_kv_heads;
-  require(ratio == 1 || ratio == 4 || ratio == 8,
-          f + "num_qo_heads / num_kv_heads = " + std::to_string(ratio) +
-              " is not one of the compiled group sizes (1, 4, 8)");
-  require(batch <= 65535 && shape.num_kv_heads <= 65535,
-          f + "batch and num_kv_heads must be at most 65535 (grid dimensions)");
-  require(a.q && a.k_cache && a.v_cache && a.o && a.lse, f + "a pointer is null");
-  require(course::is_aligned(a.q, 16) && course::is_aligned(a.k_cache, 16) &&
-              course::is_aligned(a.v_cache, 16) && course::is_aligned(a.o, 16),
-          f + "q, k_cache, v_cache and o must be 16-byte aligned (rows move in 16-byte chunks)");
-  require(num_splits == kAutoSplits || (num_splits >= 1 && num_splits <= kMaxSplits),
-          f + "num_splits = " + std::to_string(num_splits) + " must be kAutoSplits or 1 .. " +
-              std::to_string(kMaxSplits));
-  require(std::isfinite(a.scale), f + "scale must be finite");
-  const int splits = num_splits == kAutoSplits
-                         ? choose_num_splits(batch, shape.num_kv_heads, kv.max_len,
-                                             course::device_facts().sm_count)
-                         : num_splits;
+  if (ratio != 1 && ratio != 4 && ratio != 8)
+    require(false, std::string(f) + "num_qo_heads / num_kv_heads = " + std::to_string(ratio) +
+                       " is not one of the compiled group sizes (1, 4, 8)");
+  if (!(a.q && a.k_cache && a.v_cache && a.o && a.lse))
+    require(false, std::string(f) + "a pointer is null");
+  if (!(course::is_aligned(a.q, 16) && course::is_aligned(a.k_cache, 16) &&
+        course::is_aligned(a.v_cache, 16) && course::is_aligned(a.o, 16)))
+    require(false, std::string(f) +
+                       "q, k_cache, v_cache and o must be 16-byte aligned (rows move in 16-byte "
+                       "chunks)");
+  if (!std::isfinite(a.scale)) require(false, std::string(f) + "scale must be finite");
+  const int splits = plan.num_splits;
+  if (splits < 1 || splits > kMaxSplits)
+    require(false, std::string(f) + "the plan's num_splits is not 1 .. kMaxSplits");
   KernelParams<T> p{};
   p.q = a.q;
   p.k_cache = a.k_cache;
   p.v_cache = a.v_cache;
   p.o = a.o;
   p.lse = a.lse;
-  p.indptr = kv.indptr.data();
-  p.page_indices = kv.page_indices.data();
-  p.last_page_len = kv.last_page_len.data();
+  p.indptr = kv.indptr();
+  p.page_indices = kv.page_indices();
+  p.last_page_len = kv.last_page_len();
   p.page_size = shape.page_size;
   p.num_kv_heads = shape.num_kv_heads;
   p.num_qo_heads = a.num_qo_heads;
   p.num_splits = splits;
   p.scale_log2 = a.scale * kLog2e;
   if (splits > 1) {
-    const std::size_t rows = static_cast<std::size_t>(batch) * a.num_qo_heads;
-    const std::size_t lse_floats = rows * splits;
+    const std::size_t lse_floats = static_cast<std::size_t>(batch) * a.num_qo_heads * splits;
     const std::size_t o_floats = lse_floats * shape.head_dim;
-    if (ws.partial_o.size() < o_floats) ws.partial_o = course::DeviceBuffer<float>(o_floats);
-    if (ws.partial_lse.size() < lse_floats)
-      ws.partial_lse = course::DeviceBuffer<float>(lse_floats);
-    p.partial_o = ws.partial_o.data();
-    p.partial_lse = ws.partial_lse.data();
+    if (plan.workspace.partial_o.size() < o_floats ||
+        plan.workspace.partial_lse.size() < lse_floats)
+      require(false, std::string(f) +
+                         "the plan's workspace is too small for its splits (make it with "
+                         "plan_decode)");
+    p.partial_o = plan.workspace.partial_o.data();
+    p.partial_lse = plan.workspace.partial_lse.data();
   }
   if (shape.head_dim == 64)
     launch_all<T, 64>(p, batch, ratio);
@@ -598,14 +621,46 @@ void decode_attention_impl(const DecodeArgs<T>& a, const PagedKv& kv, DecodeWork
 
 }  // namespace
 
-void decode_attention(const DecodeArgs<half>& args, const PagedKv& kv, DecodeWorkspace& workspace,
-                      int num_splits) {
-  decode_attention_impl(args, kv, workspace, num_splits);
+DecodePlan plan_decode(const PagedKv& kv, int num_qo_heads, int num_splits) {
+  using course::require;
+  using std::to_string;
+  const std::string f = "plan_decode: ";
+  require(kv.uploaded(), f + "the PagedKv was not made by upload_paged_kv()");
+  const CacheShape& shape = kv.shape();
+  require(num_qo_heads >= 1 && shape.num_kv_heads >= 1 && num_qo_heads % shape.num_kv_heads == 0,
+          f + "num_qo_heads = " + to_string(num_qo_heads) +
+              " is not a positive multiple of num_kv_heads = " + to_string(shape.num_kv_heads));
+  const int ratio = num_qo_heads / shape.num_kv_heads;
+  require(ratio == 1 || ratio == 4 || ratio == 8,
+          f + "num_qo_heads / num_kv_heads = " + to_string(ratio) +
+              " is not one of the compiled group sizes (1, 4, 8)");
+  require(num_splits == kAutoSplits || (num_splits >= 1 && num_splits <= kMaxSplits),
+          f + "num_splits = " + to_string(num_splits) + " must be kAutoSplits or 1 .. " +
+              to_string(kMaxSplits));
+  DecodePlan plan;
+  plan.kv_id = kv.id();
+  plan.batch = kv.batch();
+  plan.num_qo_heads = num_qo_heads;
+  plan.head_dim = shape.head_dim;
+  plan.num_splits = num_splits == kAutoSplits
+                        ? choose_num_splits(kv.batch(), shape.num_kv_heads, kv.max_len(),
+                                            course::device_facts().sm_count)
+                        : num_splits;
+  if (plan.num_splits > 1) {
+    const std::size_t lse_floats =
+        static_cast<std::size_t>(kv.batch()) * num_qo_heads * plan.num_splits;
+    plan.workspace.partial_lse = course::DeviceBuffer<float>(lse_floats);
+    plan.workspace.partial_o = course::DeviceBuffer<float>(lse_floats * shape.head_dim);
+  }
+  return plan;
 }
 
-void decode_attention(const DecodeArgs<bfloat16>& args, const PagedKv& kv,
-                      DecodeWorkspace& workspace, int num_splits) {
-  decode_attention_impl(args, kv, workspace, num_splits);
+void decode_attention(const DecodeArgs<half>& args, const PagedKv& kv, DecodePlan& plan) {
+  decode_attention_impl(args, kv, plan);
+}
+
+void decode_attention(const DecodeArgs<bfloat16>& args, const PagedKv& kv, DecodePlan& plan) {
+  decode_attention_impl(args, kv, plan);
 }
 
 }  // namespace d11
