@@ -110,39 +110,45 @@ __global__ void __launch_bounds__(kVecThreads)
 
 // ---------------------------------------------------------------------------------------------
 // Step 5 — warp tiling (lesson §6; SGEMM_CUDA's kernel 10). The 128 x 128 block tile is split
-// among 8 warps of 64 x 32 (2 along M, 4 along N); a warp's tile is two 64 x 16 sub-tiles side
-// by side, and in each a lane owns an 8 x 4 block (8 lanes down, 4 across). A lane's 8 x 8
-// outputs thus come from 2 float4 of A and 2 float4 of B per k, read by 8 and 4 distinct lanes
-// of the warp (the others get broadcasts). Shared memory is double-buffered with K-tiles of 8:
-// the next tile's float4 loads are issued into registers before the current tile is computed,
-// and stored into the other buffer after it, so one barrier per K-tile suffices. At most 128
-// registers (__launch_bounds__(256, 2)): two blocks per SM hide each other's barriers.
+// among 4 warps of 64 x 64 (2 along M, 2 along N); a warp's tile is four 64 x 16 sub-tiles side
+// by side, and in each a lane owns an 8 x 4 block (8 lanes down, 4 across). A lane's 8 x 16
+// outputs thus come from 2 float4 of A and 4 float4 of B per k: 128 FMAs per 6 shared loads
+// (step 4 and an 8 x 8 lane block: 64 per 4), read by 8 and 4 distinct lanes of the warp (the
+// others get broadcasts). Shared memory is double-buffered with K-tiles of 8: the next tile's
+// float4 loads are issued into registers before the current tile is computed, and stored into
+// the other buffer after it, so one barrier per K-tile suffices. The transposed A tile's rows are
+// padded by 4 floats so that its scattered stores don't collide on banks. 128 threads of about
+// 240 registers (128 accumulators, the operands of the next k, the prefetched tile): two blocks
+// (8 warps) per SM hide each other's barriers.
 constexpr int kWtBM = 128, kWtBN = 128, kWtBK = 8;
-constexpr int kWtWM = 64, kWtWN = 32;                         // a warp's tile
+constexpr int kWtWM = 64, kWtWN = 64;                         // a warp's tile
 constexpr int kWtTM = 8, kWtTN = 4;                           // a lane's block in one sub-tile
-constexpr int kWtSubN = 2;                                    // sub-tiles along N in a warp tile
+constexpr int kWtSubN = 4;                                    // sub-tiles along N in a warp tile
 constexpr int kWtSubWidth = kWtWN / kWtSubN;                  // 16
 constexpr int kWtLanesN = kWtSubWidth / kWtTN;                // 4 lanes across a sub-tile
 constexpr int kWtLanesM = 32 / kWtLanesN;                     // 8 lanes down
-constexpr int kWtWarpsN = kWtBN / kWtWN;                      // 4
-constexpr int kWtThreads = (kWtBM / kWtWM) * kWtWarpsN * 32;  // 256
-// float4s of A and of B per thread per K-tile: 1 each
+constexpr int kWtWarpsN = kWtBN / kWtWN;                      // 2
+constexpr int kWtThreads = (kWtBM / kWtWM) * kWtWarpsN * 32;  // 128
+constexpr int kWtAStride = kWtBM + 4;  // a row of the transposed A tile, padded by 16 bytes
+// float4s of A and of B per thread per K-tile: 2 each
 [[maybe_unused]] constexpr int kWtALoads = kWtBM * kWtBK / 4 / kWtThreads;
 [[maybe_unused]] constexpr int kWtBLoads = kWtBK * kWtBN / 4 / kWtThreads;
 static_assert(kWtLanesM * kWtTM == kWtWM, "the lanes cover the warp tile's rows");
 static_assert(kWtBM * kWtBK % (4 * kWtThreads) == 0 && kWtBK * kWtBN % (4 * kWtThreads) == 0,
               "every thread loads whole float4s of both tiles");
+static_assert(kWtAStride % 4 == 0, "the A tile's rows stay 16-byte aligned for float4 loads");
 
 __global__ void __launch_bounds__(kWtThreads, 2)
     gemm_5_warp_tile_kernel(const float* __restrict__ A, const float* __restrict__ B,
                             float* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K) {
-  // TODO(d10.5) (lesson §6): a_tile[2][kWtBK][kWtBM] (A transposed) and b_tile[2][kWtBK][kWtBN].
-  // Warp w: warp_m = w / kWtWarpsN, warp_n = w % kWtWarpsN owns the 64 x 32 block at
-  // (warp_m * kWtWM, warp_n * kWtWN); lane l: lane_m = l / kWtLanesN, lane_n = l % kWtLanesN owns
-  // rows lane_m * kWtTM .. + 7 and, in each of the kWtSubN sub-tiles of width kWtSubWidth,
-  // columns lane_n * kWtTN .. + 3. Double buffering: load K-tile 0, store it, barrier; each
-  // iteration loads tile t + 1 into registers (kWtALoads + kWtBLoads float4s), computes tile t
-  // from buffer t % 2, stores the registers into the other buffer, barrier. Store C by float4.
+  // TODO(d10.5) (lesson §6): a_tile[2][kWtBK][kWtAStride] (A transposed, rows padded) and
+  // b_tile[2][kWtBK][kWtBN]. Warp w: warp_m = w / kWtWarpsN, warp_n = w % kWtWarpsN owns the
+  // 64 x 64 block at (warp_m * kWtWM, warp_n * kWtWN); lane l: lane_m = l / kWtLanesN,
+  // lane_n = l % kWtLanesN owns rows lane_m * kWtTM .. + 7 and, in each of the kWtSubN sub-tiles
+  // of width kWtSubWidth, columns lane_n * kWtTN .. + 3 (8 x 16 accumulators). Double buffering:
+  // load K-tile 0, store it, barrier; each iteration loads tile t + 1 into registers (kWtALoads +
+  // kWtBLoads float4s), computes tile t from buffer t % 2, stores the registers into the other
+  // buffer, barrier. Store C by float4.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,29 +178,35 @@ __host__ __device__ constexpr int swizzle_chunk(int row, int chunk, int row_chun
 
 // Step 6 — mma.sync.m16n8k16 (lesson §7). A block of 8 warps computes a 128 x 256 tile of C;
 // warp (wm, wn) of 2 x 4 owns 64 x 64, i.e. 4 x 8 mma tiles of 16 x 8 (128 float32 accumulators
-// per lane). K advances by 32: a kMmaStages-deep ring of cp.async stages keeps kMmaStages - 1
-// tiles in flight, one barrier per K-tile. Fragments come from the swizzled tiles by ldmatrix.x4
-// (four 8 x 8 matrices per instruction), with .trans when B is row-major ([K, N]: the B
-// fragment wants k pairs, which are then 2 rows apart). The epilogue goes through shared memory
-// so that C is written in whole 16-byte rows.
-constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 32, kMmaStages = 4;
+// per lane). K advances by 64 (one 128-byte row of every K-major tile): a kMmaStages-deep ring of
+// cp.async stages keeps kMmaStages - 1 tiles in flight, one barrier per K-tile, 4 k16 steps of
+// 32 mma each per barrier. Fragments come from the swizzled tiles by ldmatrix.x4 (four 8 x 8
+// matrices per instruction), with .trans when B is row-major ([K, N]: the B fragment wants k
+// pairs, which are then 2 rows apart), and are double-buffered in registers: step ks + 1's
+// ldmatrix are issued before step ks's 32 mma, whose latency hides theirs. The epilogue goes
+// through shared memory so that C is written in whole 16-byte rows.
+constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 64, kMmaStages = 4;
 constexpr int kMmaWarpsM = 2, kMmaWarpsN = 4;
 constexpr int kMmaWM = kMmaBM / kMmaWarpsM, kMmaWN = kMmaBN / kMmaWarpsN;  // 64 x 64
 [[maybe_unused]] constexpr int kMmaTilesM = kMmaWM / 16;  // 4 x 8 mma tiles of 16 x 8
 constexpr int kMmaTilesN = kMmaWN / 8;
+[[maybe_unused]] constexpr int kMmaKSteps = kMmaBK / 16;                   // k16 steps per stage
 constexpr int kMmaThreads = 32 * kMmaWarpsM * kMmaWarpsN;                  // 256
 constexpr int kChunkElems = 8;                                             // bfloat16 per 16 B
-[[maybe_unused]] constexpr int kMmaKChunks = kMmaBK / kChunkElems;         // 4 per K-major row
+[[maybe_unused]] constexpr int kMmaKChunks = kMmaBK / kChunkElems;         // 8 per K-major row
 [[maybe_unused]] constexpr int kMmaNChunks = kMmaBN / kChunkElems;         // 32 per [K, N] row
 constexpr int kMmaAStage = kMmaBM * kMmaBK, kMmaBStage = kMmaBN * kMmaBK;  // elements
 [[maybe_unused]] constexpr int kMmaGroup = 8;                              // tile rows per group
 constexpr int kMmaCStride = kMmaBN + kChunkElems;  // epilogue tile row, padded by 16 bytes
+// 4 stages of 48 KiB = 192 KiB (the opt-in limit is 227 KiB): one block per SM.
 constexpr std::size_t kMmaSmemBytes = sizeof(bfloat16) * kMmaStages * (kMmaAStage + kMmaBStage);
 static_assert(kMmaAStage / kChunkElems % kMmaThreads == 0, "whole chunks of A per thread");
 static_assert(kMmaBStage / kChunkElems % kMmaThreads == 0, "whole chunks of B per thread");
 static_assert(sizeof(bfloat16) * kMmaBM * kMmaCStride <= kMmaSmemBytes,
               "the epilogue's C tile fits in the stages' shared memory");
 static_assert(kMmaBK % 16 == 0 && kMmaTilesN % 2 == 0, "whole k16 steps, pairs of n8 tiles");
+static_assert(kMmaKChunks == 8, "a K-major row is one 128-byte line: chunk ^ (row & 7)");
+static_assert(kMmaSmemBytes <= 227 * 1024, "the stages fit the opt-in shared memory of a block");
 
 // 16 bytes global -> shared, asynchronously; zeros when !valid (src-size 0 reads nothing).
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
@@ -221,10 +233,12 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
                : "r"(addr));
 }
 // d += a b for one 16 x 8 x 16 tile: a row-major 16 x 16, b "col" 16 x 8, d float32 16 x 8.
+// Not volatile: it only reads and writes registers, so the compiler may schedule it freely
+// between the ldmatrix (which stay volatile: they read shared memory and keep their place
+// after the barrier).
 __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
                                           std::uint32_t b0, std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -240,10 +254,12 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   // filled by cp_async_16 of every 16-byte chunk to its swizzled place (row * chunks_per_row +
   // swizzle_chunk(row, chunk, chunks_per_row)) * 16, zeros past M, N or K (valid = false). The
   // ring: kMmaStages - 1 tiles in flight, cp_async_wait<kMmaStages - 2>, __syncthreads, refill,
-  // compute; commit a group every iteration. Compute: per k16 step, ldmatrix_x4 of 4 A fragments
-  // and 4 x 2 B fragments (ldmatrix_x4_trans for a row-major B), 32 mma_16816. Epilogue: bfloat16
-  // pairs into a padded C tile in shared memory (row stride kMmaCStride), then 16-byte stores
-  // when c_vector_ok, element by element otherwise, bounds-checked.
+  // compute; commit a group every iteration. Compute: kMmaKSteps k16 steps per stage, each
+  // ldmatrix_x4 of 4 A fragments and 4 x 2 B fragments (ldmatrix_x4_trans for a row-major B) and
+  // 32 mma_16816; double-buffer the fragments in registers (load step ks + 1's before step ks's
+  // mma). Epilogue: bfloat16 pairs into a padded C tile in shared memory (row stride
+  // kMmaCStride), then 16-byte stores when c_vector_ok, element by element otherwise,
+  // bounds-checked.
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ void gemm_3_register_tile(const float* A, const float* B, float* C, std::int64_t
 // Step 4 — step 3 with 16-byte loads and A stored transposed in shared memory.
 void gemm_4_vectorized(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
                        std::int64_t K);
-// Step 5 — warp tiling: 128 x 128 block tile, 64 x 32 per warp, double-buffered shared memory.
+// Step 5 — warp tiling: 128 x 128 block tile, 64 x 64 per warp, double-buffered shared memory.
 void gemm_5_warp_tile(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
                       std::int64_t K);
 
@@ -68,7 +68,7 @@ void gemm_6_mma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t 
                 std::int64_t K, BLayout b_layout);
 
 // Step 6 (host-tested) — the XOR swizzle of the shared-memory tiles. A tile row of row_chunks
-// 16-byte chunks (4 for a K-major tile of 32 bfloat16, 32 for a [32, 256] row-major tile of B)
+// 16-byte chunks (8 for a K-major tile of 64 bfloat16, 32 for a [64, 256] row-major tile of B)
 // stores its logical chunk `chunk` at the returned physical chunk of the same row, so that the
 // eight 16-byte rows one ldmatrix phase reads (8 consecutive tile rows, one logical chunk) fall
 // in eight different groups of four banks. row_chunks is 4 or a multiple of 8.
