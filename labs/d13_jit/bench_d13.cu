@@ -6,9 +6,11 @@
 //   BM_jit_3_memory_hit      the same kernel from memory (what every launch after the first pays)
 //   BM_rmsnorm_0_aot         the RMSNorm compiled by nvcc for any hidden size (Given)
 //   BM_rmsnorm_1_jit_tuned   the JIT RMSNorm, hidden size compiled in, autotuned
+//   BM_gemm_0_cublas         cublasSgemm on the same shapes and data (the vendor baseline)
 //   BM_gemm_tuned            the JIT GEMM with the autotuned tile; the counter %of_best is the
 //                            best candidate's median over the tuned one's, both re-timed here by
-//                            trying every candidate (target: >= 95)
+//                            trying every candidate (target: >= 95), and %vendor = 100 * the
+//                            cuBLAS median (timed once per shape and process) / this row's
 // Every benchmark uses its own cache folder under the temporary directory (never the user's),
 // created once per process. The RMSNorm and GEMM outputs are checked before timing and again
 // after (course::bench::Recheck) against float64 references.
@@ -19,7 +21,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "course/bench.h"
@@ -208,7 +212,31 @@ double time_gemm(const float* A, const float* B, float* C, std::int64_t M, std::
   return course::bench::percentile(samples, 0.5);
 }
 
-void BM_gemm_tuned(benchmark::State& state) {
+// cuBLAS's median time on this shape, in microseconds: timed once per shape and process, on the
+// buffers of the row that asks first. 0 when cuBLAS failed (then the row has no %vendor).
+double vendor_median_us(std::int64_t M, std::int64_t N, std::int64_t K,
+                        const std::function<void()>& run) {
+  constexpr int kVendorSamples = 50;
+  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> medians;
+  const auto key = std::make_tuple(M, N, K);
+  const auto found = medians.find(key);
+  if (found != medians.end()) return found->second;
+  double median = 0.0;
+  try {
+    course::bench::BracketedTimer timer;
+    run();  // warm-up: cuBLAS picks its kernel and loads it
+    std::vector<double> samples;
+    for (int i = 0; i < kVendorSamples; ++i) samples.push_back(timer.time(run) * 1e6);
+    median = course::bench::percentile(samples, 0.5);
+  } catch (const std::exception&) {
+    median = 0.0;
+  }
+  medians[key] = median;
+  return median;
+}
+
+// range(0) = M, range(1) = N, range(2) = K; float32. `jit`: the tuned JIT GEMM, else cuBLAS.
+void bench_gemm(benchmark::State& state, bool jit) {
   const std::int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const auto A = course::random_uniform<float>(M * K, course::seed_for(3));
   const auto B = course::random_uniform<float>(K * N, course::seed_for(4));
@@ -216,12 +244,18 @@ void BM_gemm_tuned(benchmark::State& state) {
   static d13::KernelCache cache(bench_cache_dir());
   d13::GemmConfig tuned;
   try {
-    tuned = d13::autotune_gemm(dA.data(), dB.data(), dC.data(), M, N, K, &cache).config;
+    if (jit) tuned = d13::autotune_gemm(dA.data(), dB.data(), dC.data(), M, N, K, &cache).config;
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
   }
-  const auto run = [&] { d13::gemm(dA.data(), dB.data(), dC.data(), M, N, K, tuned, &cache); };
+  const auto vendor = [&] { d13::gemm_0_cublas(dA.data(), dB.data(), dC.data(), M, N, K); };
+  const auto run = [&] {
+    if (jit)
+      d13::gemm(dA.data(), dB.data(), dC.data(), M, N, K, tuned, &cache);
+    else
+      vendor();
+  };
   const auto poison = [&] { dC.poison(); };
   const auto check = [&] {
     return course::bench::compare_sampled(
@@ -240,6 +274,13 @@ void BM_gemm_tuned(benchmark::State& state) {
     state.SkipWithError(e.what());
     return;
   }
+  const double bytes =
+      4.0 * (static_cast<double>(M) * K + static_cast<double>(K) * N + static_cast<double>(M) * N);
+  const double flops = 2.0 * static_cast<double>(M) * N * K;
+  if (!jit) {
+    course::bench::measure(state, run, {bytes, flops}, {poison, check});
+    return;
+  }
   // Every candidate, re-timed the same way: how close did the tuner come to the best?
   double best_us = 0.0, tuned_us = 0.0;
   for (const d13::GemmConfig& c : d13::kGemmCandidates) {
@@ -247,12 +288,21 @@ void BM_gemm_tuned(benchmark::State& state) {
     if (best_us == 0.0 || us < best_us) best_us = us;
     if (d13::describe(c) == d13::describe(tuned)) tuned_us = us;
   }
-  const double bytes =
-      4.0 * (static_cast<double>(M) * K + static_cast<double>(K) * N + static_cast<double>(M) * N);
-  const double flops = 2.0 * static_cast<double>(M) * N * K;
+  const double vendor_us = vendor_median_us(M, N, K, vendor);
   course::bench::measure(state, run, {bytes, flops}, {poison, check});
-  state.counters["%of_best"] = 100.0 * best_us / tuned_us;
+  if (tuned_us > 0.0) state.counters["%of_best"] = 100.0 * best_us / tuned_us;
+  const double ours = state.counters["median_us"];
+  if (ours > 0.0 && vendor_us > 0.0) state.counters["%vendor"] = 100.0 * vendor_us / ours;
   state.SetLabel(d13::describe(tuned));
+}
+
+void BM_gemm_0_cublas(benchmark::State& state) { bench_gemm(state, false); }
+void BM_gemm_tuned(benchmark::State& state) { bench_gemm(state, true); }
+
+void gemm_shapes(benchmark::internal::Benchmark* b) {
+  b->Apply(course::bench::configure)->ArgNames({"M", "N", "K"});
+  for (const int n : {1024, 2048, 4096}) b->Args({n, n, n});
+  b->Args({1000, 3001, 257});
 }
 
 BENCHMARK(BM_jit_1_cold_compile)->Apply(course::bench::configure);
@@ -260,12 +310,7 @@ BENCHMARK(BM_jit_2_disk_load)->Apply(course::bench::configure);
 BENCHMARK(BM_jit_3_memory_hit)->Apply(course::bench::configure);
 BENCHMARK(BM_rmsnorm_0_aot)->Apply(rmsnorm_shapes);
 BENCHMARK(BM_rmsnorm_1_jit_tuned)->Apply(rmsnorm_shapes);
-BENCHMARK(BM_gemm_tuned)
-    ->Apply(course::bench::configure)
-    ->ArgNames({"M", "N", "K"})
-    ->Args({1024, 1024, 1024})
-    ->Args({2048, 2048, 2048})
-    ->Args({4096, 4096, 4096})
-    ->Args({1000, 3001, 257});
+BENCHMARK(BM_gemm_0_cublas)->Apply(gemm_shapes);
+BENCHMARK(BM_gemm_tuned)->Apply(gemm_shapes);
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -588,12 +589,16 @@ namespace {
 
 // Given: what the tuning key names as the device.
 [[maybe_unused]] std::string device_description() {
+  // Asked once per device: cudaGetDeviceProperties is far too slow for every launch.
+  static std::map<int, std::string> known;
   int device = 0;
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
+  const auto found = known.find(device);
+  if (found != known.end()) return found->second;
   cudaDeviceProp prop{};
   COURSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
-         std::to_string(prop.minor) + ")";
+  return known[device] = std::string(prop.name) + " (compute capability " +
+                         std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")";
 }
 
 template <class Config>
@@ -601,10 +606,10 @@ Tuned<Config> autotune(KernelCache& cache, const std::string& kernel, const std:
                        const std::vector<Config>& candidates,
                        const std::function<void(const Config&)>& run) {
   course::require(!candidates.empty(), "autotune: no candidate configuration for " + shape);
-  // TODO(d13.8) (lesson §10): the record's key is sha256_hex of a text naming the device
-  // (device_description()), the kernel, the shape, NVRTC's version and every candidate
-  // (describe()). If cache.tuned() or the disk record (cache.disk().load(key, "tune"), a text
-  // "config=<describe()>\n...") names a candidate: return it, from_cache = true,
+  // TODO(d13.8) (lesson §10): a text naming the device (device_description()), the kernel, the
+  // shape, NVRTC's version and every candidate (describe()) is the key of cache.tuned(); its
+  // sha256_hex names the disk record. If cache.tuned() or the disk record (cache.disk().load(key,
+  // "tune"), a text "config=<describe()>\n...") names a candidate: return it, from_cache = true,
   // ++stats().tuning_hits. Else time each candidate with `run`: kTuneWarmup launches, then
   // kTuneSamples launches each between two CUDA events, its median (course::bench::percentile);
   // keep the fastest, set candidates_timed and best_us, ++stats().tuning_runs, and record the

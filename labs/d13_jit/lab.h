@@ -154,7 +154,7 @@ class KernelCache {
   const std::string& arch();
   DiskCache& disk() { return disk_; }
   CacheStats& stats() { return stats_; }
-  // Autotuning records (Exercise 8): the winning configuration's description per tuning key.
+  // Autotuning records (Exercise 8): the winning configuration's description per tuning text.
   std::map<std::string, std::string>& tuned() { return tuned_; }
 
  private:
@@ -211,6 +211,11 @@ inline constexpr GemmConfig kGemmCandidates[] = {
 };
 void gemm(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N, std::int64_t K,
           GemmConfig config = {}, KernelCache* cache = nullptr);
+
+// Given (not an exercise): cublasSgemm on the same data, the vendor baseline of the benchmark.
+// It is in cublas_baseline.cu, linked into the benchmarks only.
+void gemm_0_cublas(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
+                   std::int64_t K);
 
 // ------------------------------------------------------------------------------------------
 // Exercise 8 — autotuning (lesson §10). Times every candidate on the caller's buffers (CUDA

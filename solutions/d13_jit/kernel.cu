@@ -34,6 +34,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -841,12 +842,16 @@ namespace {
 
 // Given: what the tuning key names as the device.
 std::string device_description() {
+  // Asked once per device: cudaGetDeviceProperties is far too slow for every launch.
+  static std::map<int, std::string> known;
   int device = 0;
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
+  const auto found = known.find(device);
+  if (found != known.end()) return found->second;
   cudaDeviceProp prop{};
   COURSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
-         std::to_string(prop.minor) + ")";
+  return known[device] = std::string(prop.name) + " (compute capability " +
+                         std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")";
 }
 
 template <class Config>
@@ -855,11 +860,11 @@ Tuned<Config> autotune(KernelCache& cache, const std::string& kernel, const std:
                        const std::function<void(const Config&)>& run) {
   course::require(!candidates.empty(), "autotune: no candidate configuration for " + shape);
   // The record's key: the device, the kernel, the shape and the candidate list (a changed list
-  // is retuned), and NVRTC's version (another compiler, other winners).
+  // is retuned), and NVRTC's version (another compiler, other winners). In memory the text itself
+  // is the key (no hashing on every launch); on disk its SHA-256 names the file.
   std::string text = "d13-tune-v1\n" + device_description() + "\n" + kernel + "\n" + shape +
                      "\nnvrtc " + std::to_string(nvrtc_version()) + "\n";
   for (const Config& c : candidates) text += describe(c) + "\n";
-  const std::string key = sha256_hex(text);
   Tuned<Config> result;
   const auto pick = [&](const std::string& description) {
     for (const Config& c : candidates)
@@ -867,13 +872,14 @@ Tuned<Config> autotune(KernelCache& cache, const std::string& kernel, const std:
         result.config = c;
         result.from_cache = true;
         ++cache.stats().tuning_hits;
-        cache.tuned()[key] = description;
+        cache.tuned()[text] = description;
         return true;
       }
     return false;
   };
-  const auto remembered = cache.tuned().find(key);
+  const auto remembered = cache.tuned().find(text);
   if (remembered != cache.tuned().end() && pick(remembered->second)) return result;
+  const std::string key = sha256_hex(text);
   if (const std::optional<std::string> record = cache.disk().load(key, "tune")) {
     const std::string prefix = "config=";
     if (record->compare(0, prefix.size(), prefix) == 0) {
@@ -913,7 +919,7 @@ Tuned<Config> autotune(KernelCache& cache, const std::string& kernel, const std:
   result.candidates_timed = static_cast<int>(candidates.size());
   result.best_us = best_us;
   ++cache.stats().tuning_runs;
-  cache.tuned()[key] = describe(result.config);
+  cache.tuned()[text] = describe(result.config);
   std::ostringstream record;
   record << "config=" << describe(result.config) << "\nmedian_us=" << best_us
          << "\nkernel=" << kernel << "\nshape=" << shape << "\n";
