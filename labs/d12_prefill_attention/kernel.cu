@@ -384,8 +384,32 @@ __device__ __forceinline__ void wgmma_fence() {
 __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wgmma_wait_all() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+// Waits until at most kPending of this thread's committed wgmma groups are still running (groups
+// complete in order: wait<1> after two commits waits for the first).
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Named barriers 1 and 2 (0 is __syncthreads'): bar.sync waits until `threads` threads have
+// arrived (itself included), bar.arrive counts this warp and does not wait.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Pins registers to this point of the program: the compiler sees them read and written here, so
+// it moves no use of a wgmma's accumulators above the wait_group that makes them valid.
+template <int kCount>
+__device__ __forceinline__ void fence_registers(float (&r)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int kCount>
+__device__ __forceinline__ void fence_registers(std::uint32_t (&r)[kCount][4]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i)
+    asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3])::"memory");
 }
 // d (64 x 128, float32: 64 registers per thread) = or += A (64 x 16, shared memory, K-major) times
 // B (16 x 128, shared memory, K-major), by the 128 threads of a warpgroup.
@@ -496,7 +520,7 @@ __device__ __forceinline__ void wgmma_rs_m64n128k16_trans_b(float (&d)[64],
 // half][row][64], each half rows of 128 bytes swizzled by the TMA exactly as swizzle(r, c, 8).
 constexpr int kHopperHeadDim = 128;
 constexpr int kHopperBlockN = 128;
-constexpr int kHopperStages = 2;
+constexpr int kHopperStages = 3;  // 3 x 64 KiB of K and V + 32 KiB of Q: 225 of 227 KiB
 constexpr int kHopperThreads = 3 * 128;
 constexpr int kBoxCols = 64;                        // 128 bytes of a 16-bit type
 constexpr int kHalves = kHopperHeadDim / kBoxCols;  // boxes per row of a tile

@@ -512,8 +512,32 @@ __device__ __forceinline__ void wgmma_fence() {
 __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wgmma_wait_all() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+// Waits until at most kPending of this thread's committed wgmma groups are still running (groups
+// complete in order: wait<1> after two commits waits for the first).
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Named barriers 1 and 2 (0 is __syncthreads'): bar.sync waits until `threads` threads have
+// arrived (itself included), bar.arrive counts this warp and does not wait.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Pins registers to this point of the program: the compiler sees them read and written here, so
+// it moves no use of a wgmma's accumulators above the wait_group that makes them valid.
+template <int kCount>
+__device__ __forceinline__ void fence_registers(float (&r)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int kCount>
+__device__ __forceinline__ void fence_registers(std::uint32_t (&r)[kCount][4]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i)
+    asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3])::"memory");
 }
 // d (64 x 128, float32: 64 registers per thread) = or += A (64 x 16, shared memory, K-major) times
 // B (16 x 128, shared memory, K-major), by the 128 threads of a warpgroup.
@@ -624,7 +648,7 @@ __device__ __forceinline__ void wgmma_rs_m64n128k16_trans_b(float (&d)[64],
 // half][row][64], each half rows of 128 bytes swizzled by the TMA exactly as swizzle(r, c, 8).
 constexpr int kHopperHeadDim = 128;
 constexpr int kHopperBlockN = 128;
-constexpr int kHopperStages = 2;
+constexpr int kHopperStages = 3;  // 3 x 64 KiB of K and V + 32 KiB of Q: 225 of 227 KiB
 constexpr int kHopperThreads = 3 * 128;
 constexpr int kBoxCols = 64;                        // 128 bytes of a 16-bit type
 constexpr int kHalves = kHopperHeadDim / kBoxCols;  // boxes per row of a tile
@@ -718,18 +742,20 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   float row_max[2] = {kNegInf, kNegInf};
   float row_sum[2] = {0.0f, 0.0f};
 
+  // The loop is software-pipelined (lesson §9.5): in step t the warpgroup issues S_t = Q K_t^T and
+  // O += P_{t-1} V_{t-1} back to back, waits for the first group only (wait_group 1), then runs
+  // the mask and the softmax of tile t; wait_group 0 frees O and P_{t-1} (and stage t - 1). O is
+  // rescaled by tile t's factor and P_t packed over P_{t-1} at the start of step t + 1, just
+  // before its products are issued. The two consumers take turns to issue (ping-pong, below).
   if (range.tiles > 0) {
     if (!mbarrier_wait_bounded(q_full, 0, kTileBytes)) return;
-    for (int t = 0; t < range.tiles; ++t) {
-      const int s = t % kHopperStages;
-      if (!mbarrier_wait_bounded(&full[s], (t / kHopperStages) % 2, 2 * kTileBytes)) return;
-      const unsigned char* kt_s = k_s + s * kTileBytes;
-      const unsigned char* vt_s = v_s + s * kTileBytes;
+    float s_acc[64];
+    std::uint32_t p_frag[kHopperBlockN / 16][4];
+    float correction[2];
 
-      // S = Q K^T: 8 k16 steps over the head dim; step kk is 32 bytes into the rows of box kk / 4.
-      // K-major with the 128-byte swizzle: leading offset unused (16), stride 1024 bytes (8 rows).
-      float s_acc[64];
-      wgmma_fence();
+    // S = Q K^T: 8 k16 steps over the head dim; step kk is 32 bytes into the rows of box kk / 4.
+    // K-major with the 128-byte swizzle: leading offset unused (16), stride 1024 bytes (8 rows).
+    const auto issue_s = [&](const unsigned char* kt_s) {
 #pragma unroll
       for (int kk = 0; kk < kHopperHeadDim / 16; ++kk) {
         const int box = kk / 4, bytes = (kk % 4) * 32;
@@ -739,8 +765,21 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         wgmma_ss_m64n128k16<T>(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
       }
       wgmma_commit();
-      wgmma_wait_all();
-
+    };
+    // O += P V: 8 k16 steps over the keys; step kk starts 16 rows (2048 bytes) into V's boxes.
+    // MN-major with the 128-byte swizzle: leading offset = the next 64 columns (the other box),
+    // stride = the next 8 keys (1024 bytes).
+    const auto issue_pv = [&](const unsigned char* vt_s) {
+#pragma unroll
+      for (int kk = 0; kk < kHopperBlockN / 16; ++kk) {
+        const std::uint64_t desc_v = smem_descriptor(vt_s + kk * 16 * 128, kHalfBytes, 1024);
+        wgmma_rs_m64n128k16_trans_b<T>(o_acc, p_frag[kk], desc_v, 1);
+      }
+      wgmma_commit();
+    };
+    // The mask and the online softmax of tile t on s_acc (which ends holding P in float32), the
+    // running max and sum updated, and the factor O must be rescaled by. O is not touched here.
+    const auto softmax = [&](int t) {
       if (t >= range.first_masked) {
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
@@ -758,7 +797,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         tile_max[0] = fmaxf(tile_max[0], fmaxf(s_acc[4 * j], s_acc[4 * j + 1]));
         tile_max[1] = fmaxf(tile_max[1], fmaxf(s_acc[4 * j + 2], s_acc[4 * j + 3]));
       }
-      float max_scaled[2], correction[2];
+      float max_scaled[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
@@ -770,37 +809,84 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
         row_sum[r] *= correction[r];
       }
 #pragma unroll
-      for (int i = 0; i < 64; ++i) o_acc[i] *= correction[(i % 4) / 2];
-      std::uint32_t p_frag[kHopperBlockN / 16][4];
+      for (int i = 0; i < 64; ++i) {
+        s_acc[i] = fast_exp2(s_acc[i] * scale_log2 - max_scaled[(i % 4) / 2]);
+        row_sum[(i % 4) / 2] += s_acc[i];
+      }
+    };
+    // P rounded to T as mma.sync's A fragments: k16 step kk = n8 tiles 2 kk and 2 kk + 1.
+    const auto pack_p = [&] {
 #pragma unroll
       for (int kk = 0; kk < kHopperBlockN / 16; ++kk) {
-        float p[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int i = 8 * kk + e;  // = 4 (2 kk + e / 4) + e % 4
-          p[e] = fast_exp2(s_acc[i] * scale_log2 - max_scaled[(e % 4) / 2]);
-          row_sum[(e % 4) / 2] += p[e];
-        }
+        const float* p = s_acc + 8 * kk;
         p_frag[kk][0] = pack2<T>(p[0], p[1]);  // rows g, keys 2tq (n8 tile 2kk)
         p_frag[kk][1] = pack2<T>(p[2], p[3]);  // row g + 8
         p_frag[kk][2] = pack2<T>(p[4], p[5]);  // row g, n8 tile 2kk + 1
         p_frag[kk][3] = pack2<T>(p[6], p[7]);  // row g + 8
       }
-
-      // O += P V: 8 k16 steps over the keys; step kk starts 16 rows (2048 bytes) into V's boxes.
-      // MN-major with the 128-byte swizzle: leading offset = the next 64 columns (the other box),
-      // stride = the next 8 keys (1024 bytes).
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kHopperBlockN / 16; ++kk) {
-        const std::uint64_t desc_v = smem_descriptor(vt_s + kk * 16 * 128, kHalfBytes, 1024);
-        wgmma_rs_m64n128k16_trans_b<T>(o_acc, p_frag[kk], desc_v, 1);
-      }
-      wgmma_commit();
-      wgmma_wait_all();
+    };
+    // This warp is done with stage s (the whole warp: its wgmma groups have completed).
+    const auto release = [&](int s) {
       __syncwarp();
-      if (lane == 0) mbarrier_arrive(&empty[s]);  // this warp is done with stage s
+      if (lane == 0) mbarrier_arrive(&empty[s]);
+    };
+
+    // Ping-pong (lesson §9.5): the two consumers take turns to ISSUE their products, so that one
+    // warpgroup's softmax runs while the other's wgmmas keep the Tensor Cores busy. Consumer c
+    // waits on named barrier 1 + c (its turn: the other consumer issued, 256 threads with it),
+    // issues, then arrives on the other's. Consumer 1 lets consumer 0 start, and skips its very
+    // last signal: both consumers issue range.tiles + 1 times, so every bar.sync is matched by
+    // exactly one bar.arrive and none is left over when the block exits.
+    const int other = 1 - consumer;
+    const auto my_turn = [&] { named_barrier_sync(1 + consumer, 256); };
+    const auto your_turn = [&] { named_barrier_arrive(1 + other, 256); };
+    if (consumer == 1) your_turn();
+
+    // O rescaled by the last softmax's factor, and that tile's P packed (over the previous P,
+    // whose wgmma has completed), just before the next products are issued.
+    const auto rescale_and_pack = [&] {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) o_acc[i] *= correction[(i % 4) / 2];
+      pack_p();
+      fence_registers(o_acc);  // written here, before the wgmma_fence() that follows
+      fence_registers(p_frag);
+    };
+
+    // Tile 0: S alone.
+    if (!mbarrier_wait_bounded(&full[0], 0, 2 * kTileBytes)) return;
+    my_turn();
+    wgmma_fence();
+    issue_s(k_s);
+    your_turn();
+    wgmma_wait<0>();
+    fence_registers(s_acc);
+    softmax(0);
+    for (int t = 1; t < range.tiles; ++t) {
+      const int s = t % kHopperStages, prev = (t - 1) % kHopperStages;
+      if (!mbarrier_wait_bounded(&full[s], (t / kHopperStages) % 2, 2 * kTileBytes)) return;
+      rescale_and_pack();  // O and P_{t-1}, for O += P_{t-1} V_{t-1}
+      my_turn();
+      wgmma_fence();  // O and P_{t-1} were written since the last wgmma read them
+      issue_s(k_s + s * kTileBytes);
+      issue_pv(v_s + prev * kTileBytes);
+      your_turn();
+      wgmma_wait<1>();  // S_t has landed; P_{t-1} V_{t-1} may still run
+      fence_registers(s_acc);
+      softmax(t);
+      wgmma_wait<0>();  // P_{t-1} V_{t-1} is done: O and P_{t-1} are free, and so is stage t - 1
+      fence_registers(o_acc);
+      release(prev);
     }
+    // The last tile's P V.
+    const int last = (range.tiles - 1) % kHopperStages;
+    rescale_and_pack();
+    my_turn();
+    wgmma_fence();
+    issue_pv(v_s + last * kTileBytes);
+    if (consumer == 0) your_turn();
+    wgmma_wait<0>();
+    fence_registers(o_acc);
+    release(last);
   }
 
   // The epilogue: as prefill_1_mma's, with 4-byte stores straight from the registers.
