@@ -368,7 +368,7 @@ __host__ __device__ constexpr int swizzle_chunk(int row, int chunk, int row_chun
 // pairs, which are then 2 rows apart), and are double-buffered in registers: step ks + 1's
 // ldmatrix are issued before step ks's 32 mma, whose latency hides theirs. The epilogue goes
 // through shared memory so that C is written in whole 16-byte rows.
-constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 64, kMmaStages = 4;
+constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 64, kMmaStages = 3;
 constexpr int kMmaWarpsM = 2, kMmaWarpsN = 4;
 constexpr int kMmaWM = kMmaBM / kMmaWarpsM, kMmaWN = kMmaBN / kMmaWarpsN;  // 64 x 64
 constexpr int kMmaTilesM = kMmaWM / 16;  // 4 x 8 mma tiles of 16 x 8
@@ -381,7 +381,8 @@ constexpr int kMmaNChunks = kMmaBN / kChunkElems;                          // 32
 constexpr int kMmaAStage = kMmaBM * kMmaBK, kMmaBStage = kMmaBN * kMmaBK;  // elements
 constexpr int kMmaGroup = 8;                                               // tile rows per group
 constexpr int kMmaCStride = kMmaBN + kChunkElems;  // epilogue tile row, padded by 16 bytes
-// 4 stages of 48 KiB = 192 KiB (the opt-in limit is 227 KiB): one block per SM.
+// 3 stages of 48 KiB = 144 KiB: within the opt-in limit of a block on the A100 (163 KiB) and
+// the H100 (227 KiB); one block per SM.
 constexpr std::size_t kMmaSmemBytes = sizeof(bfloat16) * kMmaStages * (kMmaAStage + kMmaBStage);
 static_assert(kMmaAStage / kChunkElems % kMmaThreads == 0, "whole chunks of A per thread");
 static_assert(kMmaBStage / kChunkElems % kMmaThreads == 0, "whole chunks of B per thread");
@@ -389,7 +390,7 @@ static_assert(sizeof(bfloat16) * kMmaBM * kMmaCStride <= kMmaSmemBytes,
               "the epilogue's C tile fits in the stages' shared memory");
 static_assert(kMmaBK % 16 == 0 && kMmaTilesN % 2 == 0, "whole k16 steps, pairs of n8 tiles");
 static_assert(kMmaKChunks == 8, "a K-major row is one 128-byte line: chunk ^ (row & 7)");
-static_assert(kMmaSmemBytes <= 227 * 1024, "the stages fit the opt-in shared memory of a block");
+static_assert(kMmaSmemBytes <= 163 * 1024, "the stages fit an A100's opt-in shared memory too");
 
 // 16 bytes global -> shared, asynchronously; zeros when !valid (src-size 0 reads nothing).
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
