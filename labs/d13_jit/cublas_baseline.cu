@@ -28,9 +28,9 @@ void check_cublas(cublasStatus_t status, const char* what) {
 void gemm_0_cublas(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
                    std::int64_t K) {
   course::require(M >= 0 && N >= 0 && K >= 1, "gemm_0_cublas: bad shape");
-  course::require(M < (std::int64_t{1} << 31) && N < (std::int64_t{1} << 31) &&
-                      K < (std::int64_t{1} << 31),
-                  "gemm_0_cublas: M, N and K must be below 2^31");
+  course::require(
+      M < (std::int64_t{1} << 31) && N < (std::int64_t{1} << 31) && K < (std::int64_t{1} << 31),
+      "gemm_0_cublas: M, N and K must be below 2^31");
   if (M == 0 || N == 0) return;
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
@@ -39,9 +39,9 @@ void gemm_0_cublas(const float* A, const float* B, float* C, std::int64_t M, std
   }();
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
-  check_cublas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k, &beta,
-                           C, n),
-               "cublasSgemm");
+  check_cublas(
+      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k, &beta, C, n),
+      "cublasSgemm");
 }
 
 }  // namespace d13
