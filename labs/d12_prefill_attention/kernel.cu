@@ -547,13 +547,14 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   // empty[stages] (8 arrivals: the consumer warps). Thread 0 inits them, fence_barrier_init(),
   // __syncthreads() (the last block-wide barrier). Warpgroup 0 (setmaxnreg.dec 40): thread 0
   // issues Q (two tma_load_3d boxes at (64 h, head, q_start + q0), expect kTileBytes), then for
-  // each tile waits for `empty` (bounded) from the third tile on, expects 2 * kTileBytes and
+  // each tile waits for `empty` (bounded) from tile kHopperStages on, expects 2 * kTileBytes and
   // issues K and V. Warpgroups 1-2 (setmaxnreg.inc 232): wait q_full, then per tile wait full[s],
   // S by 8 wgmma_ss_m64n128k16 (descriptors: 16 / 1024, 32 bytes per k16 step, box kk / 4),
   // mask and online softmax as in TODO(d12.4a) and (d12.5) on s_acc[4 j + e], P packed as
   // mma.sync's A fragments, wgmma_fence(), 8 wgmma_rs_m64n128k16_trans_b (V at 2048 bytes per
-  // k16 step, descriptors kHalfBytes / 1024), commit, wait, and one arrive on empty[s] per warp.
-  // The epilogue as TODO(d12.4c), straight from the registers.
+  // k16 step, descriptors kHalfBytes / 1024), commit, wgmma_wait<0>(), and one arrive on
+  // empty[s] per warp. The epilogue as TODO(d12.4c), straight from the registers. Correct first;
+  // then the speed-ups of lesson §9.5 (wgmma_wait<1>, the named barriers).
 #else
   // NOTE: never runs: the launcher refuses GPUs other than compute capability 9.0. The trap makes
   // it loud if it ever did, and lets the SASS checks tell this architecture's kernel from an
