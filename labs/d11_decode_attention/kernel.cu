@@ -110,22 +110,52 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 2 (a) — one tile of K and V through the page table (lesson §5.2). Token i of the tile
-// is token tile_begin + i of the sequence: its page is pages[token / page_size], its row in the
-// page token % page_size, and its head's head_dim elements are contiguous in the NHD cache.
-// Thread t copies chunks t, t + kThreads, ... of K and the same chunks of V (the same offsets in
-// the other tensor): kLanesPerToken consecutive threads read one 128- or 256-byte row.
-// Tokens at or past `end` are zero-filled. Every thread issues the same number of copies.
+// Exercise 2 (a) — where this thread's chunks of a tile are in the cache (lesson §5.2), read from
+// the page table one tile AHEAD of the copies (the kernel's loop below): a tile's copies then wait
+// on no global load, because its page indices came in while the previous tile was computed.
+// Chunk j of this thread is token (j * kThreads + threadIdx.x) / kLanesPerToken of the tile; its
+// cache row (page * page_size + slot: the cache is [num_pages * page_size] rows of num_kv_heads
+// heads) fits 32 bits (upload_paged_kv checks num_pages * page_size <= 2^32). A token at or past
+// `end` gets row 0 and is never read (its chunk is zero-filled), so a tile past the end of the
+// range reads nothing at all, not even the page table.
+template <int kHeadDim>
+struct TileRows {
+  std::uint32_t row[TileShape<kHeadDim>::kChunksPerThread];
+};
+
 template <class T, int kHeadDim>
-__device__ void load_kv_tile(T* stage, const KernelParams<T>& p,
-                             const std::int32_t* __restrict__ pages, int kv_head, int tile_begin,
-                             int end) {
+__device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
+                                               const std::int32_t* __restrict__ pages,
+                                               int tile_begin, int end) {
+  // TODO(d11.2) (lesson §5.2): for j < TileShape<kHeadDim>::kChunksPerThread, chunk j of this
+  // thread is token tile_begin + (j * kThreads + threadIdx.x) / Shape::kLanesPerToken of the
+  // sequence. When token < end: its page is __ldg(pages + token / p.page_size) (unsigned
+  // division), its slot token % p.page_size, and rows.row[j] = page * p.page_size + slot (32-bit
+  // unsigned: the upload guarantees num_pages * page_size <= 2^32). Past the end: row 0.
+  TileRows<kHeadDim> rows{};  // all 0 until written
+  (void)p;
+  (void)pages;
+  (void)tile_begin;
+  (void)end;
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 2 (a), continued — one tile of K and V into shared memory (lesson §5.2). Token i of
+// the tile is token tile_begin + i of the sequence; `rows` (lookup_tile_rows, a tile earlier)
+// holds the cache row of each of this thread's chunks, and a row's head has its head_dim
+// elements contiguous in the NHD cache. Thread t copies chunks t, t + kThreads, ... of K and the
+// same chunks of V (the same offsets in the other tensor): kLanesPerToken consecutive threads
+// read one 128- or 256-byte row. Tokens at or past `end` are zero-filled. Every thread issues the
+// same number of copies.
+template <class T, int kHeadDim>
+__device__ void load_kv_tile(T* stage, const KernelParams<T>& p, const TileRows<kHeadDim>& rows,
+                             int kv_head, int tile_begin, int end) {
   // TODO(d11.2) (lesson §5.2): k_tile = stage, v_tile = stage + Shape::kTokens * kHeadDim (using
   // Shape = TileShape<kHeadDim>). For j < Shape::kChunksPerThread: chunk c = j * kThreads +
   // threadIdx.x of the tile is token i = c / Shape::kLanesPerToken, 16-byte chunk
-  // c % Shape::kLanesPerToken of its row. Token tile_begin + i is valid when < end; then its page
-  // is __ldg(pages + token / p.page_size), its slot token % p.page_size, and its element offset
-  // in the cache ((page * page_size + slot) * num_kv_heads + kv_head) * kHeadDim + chunk * 8
+  // c % Shape::kLanesPerToken of its row. Token tile_begin + i is valid when < end; then its
+  // element offset in the cache is (rows.row[j] * num_kv_heads + kv_head) * kHeadDim + chunk * 8
   // (64-bit). cp_async_16_zfill the chunk of K and of V to i * kHeadDim + chunk * 8 in their
   // tiles, with valid = false (and offset 0) past the end: zeros, never stale rows.
 }
@@ -237,19 +267,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kGroupSize>)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < tiles)
-      load_kv_tile<T, kHeadDim>(stages + s * Shape::kStageElems, p, pages, kv_head,
-                                begin + s * Shape::kTokens, end);
+      load_kv_tile<T, kHeadDim>(
+          stages + s * Shape::kStageElems, p,
+          lookup_tile_rows<T, kHeadDim>(p, pages, begin + s * Shape::kTokens, end), kv_head,
+          begin + s * Shape::kTokens, end);
     cp_async_commit();  // always: group s is tile s, even when it is empty
   }
+  // The rows of the next tile to copy, one iteration early (lookup_tile_rows).
+  TileRows<kHeadDim> ahead_rows =
+      lookup_tile_rows<T, kHeadDim>(p, pages, begin + (kStages - 1) * Shape::kTokens, end);
   int read_stage = 0, write_stage = kStages - 1;
   for (int t = 0; t < tiles; ++t) {
     cp_async_wait<kStages - 2>();  // tile t has landed (this thread's copies of it)
     __syncthreads();  // ... every thread's; and tile t - 1 (in write_stage) is no longer read
     const int ahead = t + kStages - 1;
     if (ahead < tiles)
-      load_kv_tile<T, kHeadDim>(stages + write_stage * Shape::kStageElems, p, pages, kv_head,
+      load_kv_tile<T, kHeadDim>(stages + write_stage * Shape::kStageElems, p, ahead_rows, kv_head,
                                 begin + ahead * Shape::kTokens, end);
     cp_async_commit();
+    // Next iteration's rows: their page indices land while this tile is computed.
+    ahead_rows = lookup_tile_rows<T, kHeadDim>(p, pages, begin + (ahead + 1) * Shape::kTokens, end);
     const int tile_begin = begin + t * Shape::kTokens;
     attend_tile<T, kHeadDim, kGroupSize>(stages + read_stage * Shape::kStageElems, q, st, group,
                                          part, end - tile_begin);
@@ -302,6 +339,12 @@ std::int64_t sequence_length(const PageTable& table, int page_size, int b) {
 PagedKv upload_paged_kv(const CacheShape& shape, const PageTable& table) {
   // The one O(pages) check, before anything is allocated (lab.h: plan once, run many times).
   validate_decode(shape, table, shape.num_kv_heads);
+  // The kernel indexes cache rows (page * page_size + slot) in 32 bits (lookup_tile_rows).
+  course::require(
+      shape.num_pages * static_cast<std::int64_t>(shape.page_size) <= (std::int64_t{1} << 32),
+      "upload_paged_kv: num_pages * page_size = " +
+          std::to_string(shape.num_pages * static_cast<std::int64_t>(shape.page_size)) +
+          " token slots: at most 2^32 (the kernel indexes cache rows in 32 bits)");
   static std::atomic<std::uint64_t> next_id{1};
   PagedKv kv;
   kv.shape_ = shape;

@@ -109,16 +109,50 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 2 (a) — one tile of K and V through the page table (lesson §5.2). Token i of the tile
-// is token tile_begin + i of the sequence: its page is pages[token / page_size], its row in the
-// page token % page_size, and its head's head_dim elements are contiguous in the NHD cache.
-// Thread t copies chunks t, t + kThreads, ... of K and the same chunks of V (the same offsets in
-// the other tensor): kLanesPerToken consecutive threads read one 128- or 256-byte row.
-// Tokens at or past `end` are zero-filled. Every thread issues the same number of copies.
+// Exercise 2 (a) — where this thread's chunks of a tile are in the cache (lesson §5.2), read from
+// the page table one tile AHEAD of the copies (the kernel's loop below): a tile's copies then wait
+// on no global load, because its page indices came in while the previous tile was computed.
+// Chunk j of this thread is token (j * kThreads + threadIdx.x) / kLanesPerToken of the tile; its
+// cache row (page * page_size + slot: the cache is [num_pages * page_size] rows of num_kv_heads
+// heads) fits 32 bits (upload_paged_kv checks num_pages * page_size <= 2^32). A token at or past
+// `end` gets row 0 and is never read (its chunk is zero-filled), so a tile past the end of the
+// range reads nothing at all, not even the page table.
+template <int kHeadDim>
+struct TileRows {
+  std::uint32_t row[TileShape<kHeadDim>::kChunksPerThread];
+};
+
 template <class T, int kHeadDim>
-__device__ void load_kv_tile(T* stage, const KernelParams<T>& p,
-                             const std::int32_t* __restrict__ pages, int kv_head, int tile_begin,
-                             int end) {
+__device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
+                                               const std::int32_t* __restrict__ pages,
+                                               int tile_begin, int end) {
+  using Shape = TileShape<kHeadDim>;
+  TileRows<kHeadDim> rows;
+#pragma unroll
+  for (int j = 0; j < Shape::kChunksPerThread; ++j) {
+    const int token =
+        tile_begin + (j * kThreads + static_cast<int>(threadIdx.x)) / Shape::kLanesPerToken;
+    rows.row[j] = 0;
+    if (token < end) {  // token >= 0: unsigned division and remainder are the cheaper ones
+      const unsigned page_in_seq = static_cast<unsigned>(token) / p.page_size;
+      const unsigned slot = static_cast<unsigned>(token) - page_in_seq * p.page_size;
+      rows.row[j] = static_cast<unsigned>(__ldg(pages + page_in_seq)) * p.page_size + slot;
+    }
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercise 2 (a), continued — one tile of K and V into shared memory (lesson §5.2). Token i of
+// the tile is token tile_begin + i of the sequence; `rows` (lookup_tile_rows, a tile earlier)
+// holds the cache row of each of this thread's chunks, and a row's head has its head_dim
+// elements contiguous in the NHD cache. Thread t copies chunks t, t + kThreads, ... of K and the
+// same chunks of V (the same offsets in the other tensor): kLanesPerToken consecutive threads
+// read one 128- or 256-byte row. Tokens at or past `end` are zero-filled. Every thread issues the
+// same number of copies.
+template <class T, int kHeadDim>
+__device__ void load_kv_tile(T* stage, const KernelParams<T>& p, const TileRows<kHeadDim>& rows,
+                             int kv_head, int tile_begin, int end) {
   using Shape = TileShape<kHeadDim>;
   T* k_tile = stage;                              // [kTokens][kHeadDim]
   T* v_tile = stage + Shape::kTokens * kHeadDim;  // [kTokens][kHeadDim]
@@ -129,13 +163,9 @@ __device__ void load_kv_tile(T* stage, const KernelParams<T>& p,
     const int token = tile_begin + i;
     const bool valid = token < end;
     std::int64_t offset = 0;  // element offset of the chunk in the cache; 0 when zero-filled
-    if (valid) {              // token >= 0: unsigned division and remainder are the cheaper ones
-      const unsigned page_in_seq = static_cast<unsigned>(token) / p.page_size;
-      const int slot = static_cast<int>(static_cast<unsigned>(token) % p.page_size);
-      const std::int64_t page = __ldg(pages + page_in_seq);
-      offset =
-          ((page * p.page_size + slot) * p.num_kv_heads + kv_head) * kHeadDim + chunk * kChunkElems;
-    }
+    if (valid)                // the row was looked up a tile ahead (lookup_tile_rows)
+      offset = (static_cast<std::int64_t>(rows.row[j]) * p.num_kv_heads + kv_head) * kHeadDim +
+               chunk * kChunkElems;
     const int dst = i * kHeadDim + chunk * kChunkElems;
     cp_async_16_zfill(k_tile + dst, p.k_cache + offset, valid);
     cp_async_16_zfill(v_tile + dst, p.v_cache + offset, valid);
@@ -337,19 +367,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kGroupSize>)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < tiles)
-      load_kv_tile<T, kHeadDim>(stages + s * Shape::kStageElems, p, pages, kv_head,
-                                begin + s * Shape::kTokens, end);
+      load_kv_tile<T, kHeadDim>(
+          stages + s * Shape::kStageElems, p,
+          lookup_tile_rows<T, kHeadDim>(p, pages, begin + s * Shape::kTokens, end), kv_head,
+          begin + s * Shape::kTokens, end);
     cp_async_commit();  // always: group s is tile s, even when it is empty
   }
+  // The rows of the next tile to copy, one iteration early (lookup_tile_rows).
+  TileRows<kHeadDim> ahead_rows =
+      lookup_tile_rows<T, kHeadDim>(p, pages, begin + (kStages - 1) * Shape::kTokens, end);
   int read_stage = 0, write_stage = kStages - 1;
   for (int t = 0; t < tiles; ++t) {
     cp_async_wait<kStages - 2>();  // tile t has landed (this thread's copies of it)
     __syncthreads();  // ... every thread's; and tile t - 1 (in write_stage) is no longer read
     const int ahead = t + kStages - 1;
     if (ahead < tiles)
-      load_kv_tile<T, kHeadDim>(stages + write_stage * Shape::kStageElems, p, pages, kv_head,
+      load_kv_tile<T, kHeadDim>(stages + write_stage * Shape::kStageElems, p, ahead_rows, kv_head,
                                 begin + ahead * Shape::kTokens, end);
     cp_async_commit();
+    // Next iteration's rows: their page indices land while this tile is computed.
+    ahead_rows = lookup_tile_rows<T, kHeadDim>(p, pages, begin + (ahead + 1) * Shape::kTokens, end);
     const int tile_begin = begin + t * Shape::kTokens;
     attend_tile<T, kHeadDim, kGroupSize>(stages + read_stage * Shape::kStageElems, q, st, group,
                                          part, end - tile_begin);
@@ -470,6 +507,12 @@ std::int64_t sequence_length(const PageTable& table, int page_size, int b) {
 PagedKv upload_paged_kv(const CacheShape& shape, const PageTable& table) {
   // The one O(pages) check, before anything is allocated (lab.h: plan once, run many times).
   validate_decode(shape, table, shape.num_kv_heads);
+  // The kernel indexes cache rows (page * page_size + slot) in 32 bits (lookup_tile_rows).
+  course::require(
+      shape.num_pages * static_cast<std::int64_t>(shape.page_size) <= (std::int64_t{1} << 32),
+      "upload_paged_kv: num_pages * page_size = " +
+          std::to_string(shape.num_pages * static_cast<std::int64_t>(shape.page_size)) +
+          " token slots: at most 2^32 (the kernel indexes cache rows in 32 bits)");
   static std::atomic<std::uint64_t> next_id{1};
   PagedKv kv;
   kv.shape_ = shape;
