@@ -1,0 +1,438 @@
+// Day 14 — the capstone decoder layer: RoPE fused with the QKV split, the fused SiLU-and-mul,
+// and the layer assembled from the earlier days' kernels (Day 6 fused add + RMSNorm, Day 10
+// GEMM, Day 12 prefill attention), with NVTX ranges and CUDA-event timings per stage.
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "../d06_reduction_norms/lab.h"
+#include "../d10_gemm/lab.h"
+#include "../d12_prefill_attention/lab.h"
+#include "course/check.h"
+#include "course/json.h"
+#include "course/vec.cuh"
+#include "lab.h"
+
+namespace d14 {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kRopeThreads = 128;
+constexpr int kMaxHeadDim = 256;
+constexpr int kSiluThreads = 256;
+constexpr int kSiluVec = course::kVec16<bf16>;  // 8 bfloat16 per 16-byte access
+[[maybe_unused]] constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Exercise 1a — theta^(-2 pair / head_dim), computed in float64 and rounded once, so that the
+// host (the tests' reference) and the device get the same float (lesson §3.1).
+__host__ __device__ float rope_inv_freq(int pair, int head_dim, float theta) {
+  const double exponent = -2.0 * static_cast<double>(pair) / static_cast<double>(head_dim);
+  return static_cast<float>(exp2(exponent * log2(static_cast<double>(theta))));
+}
+
+// Exercise 1b — one block per token. The head_dim / 2 angles of the token are the same for
+// every head, so the block computes their cosines and sines once into shared memory (the angle
+// p * inv_freq reduced to [-pi, pi] in float64, where the fast __sincosf is accurate to 2^-21:
+// no slow-path range reduction, which would put an array in local memory), then every thread
+// rotates (head, pair) pairs of the query and key heads and copies value elements (lesson §3.2).
+__global__ void __launch_bounds__(kRopeThreads)
+    rope_qkv_kernel(const bf16* __restrict__ qkv, const std::int32_t* __restrict__ positions,
+                    bf16* __restrict__ q, bf16* __restrict__ k, bf16* __restrict__ v,
+                    int num_heads, int num_kv_heads, int head_dim, float theta) {
+  __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
+  const std::int64_t t = blockIdx.x;
+  const int half = head_dim / 2;
+  const int position = positions[t];
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    double angle = static_cast<double>(position) *
+                   static_cast<double>(rope_inv_freq(i, head_dim, theta));
+    angle -= kTwoPi * rint(angle * (1.0 / kTwoPi));
+    float s, c;
+    __sincosf(static_cast<float>(angle), &s, &c);
+    cos_s[i] = c;
+    sin_s[i] = s;
+  }
+  __syncthreads();
+
+  const std::int64_t row = static_cast<std::int64_t>(num_heads + 2 * num_kv_heads) * head_dim;
+  const bf16* src_row = qkv + t * row;
+  const int rotated = (num_heads + num_kv_heads) * half;
+  for (int j = threadIdx.x; j < rotated; j += blockDim.x) {
+    const int head = j / half, i = j % half;
+    const bf16* src = src_row + static_cast<std::int64_t>(head) * head_dim;
+    bf16* dst = head < num_heads
+                    ? q + (t * num_heads + head) * head_dim
+                    : k + (t * num_kv_heads + (head - num_heads)) * head_dim;
+    const float x1 = __bfloat162float(src[i]), x2 = __bfloat162float(src[i + half]);
+    dst[i] = __float2bfloat16_rn(x1 * cos_s[i] - x2 * sin_s[i]);
+    dst[i + half] = __float2bfloat16_rn(x2 * cos_s[i] + x1 * sin_s[i]);
+  }
+  const int v_elems = num_kv_heads * head_dim;
+  const bf16* v_src = src_row + static_cast<std::int64_t>(num_heads + num_kv_heads) * head_dim;
+  for (int e = threadIdx.x; e < v_elems; e += blockDim.x) v[t * v_elems + e] = v_src[e];
+}
+
+// ------------------------------------------------------------------------------------------
+// Exercise 2 — blockIdx.x is the token, the y-blocks' threads walk its intermediate columns: VEC = 8 reads
+// 16 bytes of gate and 16 of up per thread (when every row is 16-byte aligned), VEC = 1 one
+// element at a time otherwise. One read of gate_up, one write of out: the unfused chain
+// (silu to a temporary, then a multiply) moves twice the bytes (lesson §4).
+template <int VEC>
+__global__ void __launch_bounds__(kSiluThreads)
+    silu_and_mul_kernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out,
+                        std::int64_t inter) {
+  const std::int64_t t = blockIdx.x;
+  const bf16* gate = gate_up + t * 2 * inter;
+  const bf16* up = gate + inter;
+  bf16* dst = out + t * inter;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.y) * blockDim.x * VEC;
+  for (std::int64_t i = (static_cast<std::int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * VEC;
+       i < inter; i += stride) {
+    course::Vec<bf16, VEC> g, u, o;
+    g.load(gate + i);
+    u.load(up + i);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      const float gf = __bfloat162float(g[e]);
+      o[e] = __float2bfloat16_rn(gf / (1.0f + expf(-gf)) * __bfloat162float(u[e]));
+    }
+    o.store(dst + i);
+  }
+}
+
+// The batch's bookkeeping: cu_seqlens[b] = b * seq_len for b = 0 .. batch, and the position of
+// every token (t % seq_len).
+__global__ void batch_indices_kernel(std::int32_t* __restrict__ cu_seqlens,
+                                     std::int32_t* __restrict__ positions, int batch,
+                                     int seq_len) {
+  const std::int64_t tokens = static_cast<std::int64_t>(batch) * seq_len;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < tokens || i <= batch; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (i < tokens) positions[i] = static_cast<std::int32_t>(i % seq_len);
+    if (i <= batch) cu_seqlens[i] = static_cast<std::int32_t>(i * seq_len);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Launchers.
+
+namespace {
+
+bool is_legacy(cudaStream_t stream) { return stream == nullptr || stream == cudaStreamLegacy; }
+
+// The workspace's parts, each 256-byte aligned.
+struct Workspace {
+  std::int32_t* positions = nullptr;
+  std::int32_t* cu_seqlens = nullptr;
+  bf16 *h = nullptr, *qkv = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr,
+       *proj = nullptr, *gate_up = nullptr, *act = nullptr;
+  float* lse = nullptr;
+  std::size_t bytes = 0;
+};
+
+Workspace carve(const LayerConfig& c, int batch, int seq_len, char* base) {
+  const std::size_t tokens = static_cast<std::size_t>(batch) * seq_len;
+  const std::size_t qd = static_cast<std::size_t>(c.num_heads) * c.head_dim;
+  const std::size_t kvd = static_cast<std::size_t>(c.num_kv_heads) * c.head_dim;
+  Workspace w;
+  std::size_t at = 0;
+  const auto take = [&](std::size_t bytes) {
+    char* p = base == nullptr ? nullptr : base + at;
+    at += (bytes + 255) / 256 * 256;
+    return p;
+  };
+  w.positions = reinterpret_cast<std::int32_t*>(take(tokens * 4));
+  w.cu_seqlens = reinterpret_cast<std::int32_t*>(take((static_cast<std::size_t>(batch) + 1) * 4));
+  w.h = reinterpret_cast<bf16*>(take(tokens * c.hidden * 2));
+  w.qkv = reinterpret_cast<bf16*>(take(tokens * (qd + 2 * kvd) * 2));
+  w.q = reinterpret_cast<bf16*>(take(tokens * qd * 2));
+  w.k = reinterpret_cast<bf16*>(take(tokens * kvd * 2));
+  w.v = reinterpret_cast<bf16*>(take(tokens * kvd * 2));
+  w.attn = reinterpret_cast<bf16*>(take(tokens * qd * 2));
+  w.lse = reinterpret_cast<float*>(take(tokens * c.num_heads * 4));
+  w.proj = reinterpret_cast<bf16*>(take(tokens * c.hidden * 2));
+  w.gate_up = reinterpret_cast<bf16*>(take(tokens * 2 * static_cast<std::size_t>(c.intermediate) * 2));
+  w.act = reinterpret_cast<bf16*>(take(tokens * static_cast<std::size_t>(c.intermediate) * 2));
+  w.bytes = at;
+  return w;
+}
+
+void check_config(const LayerConfig& c, int batch, int seq_len, const char* fn) {
+  const std::string f = fn;
+  course::require(c.hidden > 0 && c.hidden % 8 == 0,
+                  f + ": hidden must be a positive multiple of 8 (the GEMMs' K rows are 16-byte "
+                      "aligned), got " + std::to_string(c.hidden));
+  course::require(c.intermediate > 0 && c.intermediate % 8 == 0,
+                  f + ": intermediate must be a positive multiple of 8, got " +
+                      std::to_string(c.intermediate));
+  course::require(c.head_dim == 64 || c.head_dim == 128,
+                  f + ": head_dim must be 64 or 128 (Day 12's attention), got " +
+                      std::to_string(c.head_dim));
+  course::require(c.num_heads > 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0,
+                  f + ": num_heads must be a positive multiple of num_kv_heads");
+  course::require(c.eps > 0.0f && c.rope_theta > 1.0f, f + ": eps > 0 and rope_theta > 1");
+  course::require(batch >= 0 && seq_len >= 0, f + ": batch and seq_len must be >= 0");
+  course::require(static_cast<std::int64_t>(batch) * seq_len < (std::int64_t{1} << 31),
+                  f + ": batch * seq_len must be below 2^31");
+}
+
+// Day 10's bfloat16 GEMM, C = A B^T with B a [N, K] weight: the TMA + wgmma kernel (step 7) on
+// compute capability 9.0, the mma.sync one (step 6) elsewhere. Legacy default stream.
+[[maybe_unused]] void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::int64_t n,
+             std::int64_t k) {
+  int device = 0, major = 0, minor = 0;
+  COURSE_CUDA_CHECK(cudaGetDevice(&device));
+  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major == 9 && minor == 0)
+    d10::gemm_7_wgmma(a, b, c, m, n, k);
+  else
+    d10::gemm_6_mma(a, b, c, m, n, k, d10::BLayout::kColMajor);
+}
+
+// Opens an NVTX range and, with a recorder, records the stage's start event; closes both when
+// it goes out of scope.
+class Stage {
+ public:
+  Stage(StageRecorder* recorder, const char* name, cudaStream_t stream)
+      : recorder_(recorder), stream_(stream) {
+    nvtxRangePushA(name);
+    if (recorder_ != nullptr) recorder_->begin(name, stream_);
+  }
+  ~Stage() {
+    if (recorder_ != nullptr) recorder_->end(stream_);
+    nvtxRangePop();
+  }
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+
+ private:
+  StageRecorder* recorder_;
+  cudaStream_t stream_;
+};
+
+// Orders the legacy default stream (where the earlier days' launchers queue) after `stream` on
+// construction, and `stream` after the legacy stream on finish(): the caller's stream sees the
+// layer as if it ran there (lesson §2.3). Nothing to do when `stream` is the legacy stream.
+class LegacyStreamBridge {
+ public:
+  explicit LegacyStreamBridge(cudaStream_t stream) : stream_(stream) {
+    if (is_legacy(stream_)) return;
+    COURSE_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    COURSE_CUDA_CHECK(cudaEventRecord(event_, stream_));
+    COURSE_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, event_, 0));
+  }
+  void finish() {
+    if (event_ == nullptr) return;
+    COURSE_CUDA_CHECK(cudaEventRecord(event_, cudaStreamLegacy));
+    COURSE_CUDA_CHECK(cudaStreamWaitEvent(stream_, event_, 0));
+  }
+  ~LegacyStreamBridge() {
+    if (event_ != nullptr) cudaEventDestroy(event_);  // released once the GPU is past it
+  }
+  LegacyStreamBridge(const LegacyStreamBridge&) = delete;
+  LegacyStreamBridge& operator=(const LegacyStreamBridge&) = delete;
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace
+
+void rope_qkv(const bfloat16* qkv, const std::int32_t* positions, bfloat16* q, bfloat16* k,
+              bfloat16* v, std::int64_t tokens, int num_heads, int num_kv_heads, int head_dim,
+              float theta, cudaStream_t stream) {
+  course::require(tokens >= 0 && tokens < (std::int64_t{1} << 31),
+                  "rope_qkv: tokens must be in [0, 2^31)");
+  course::require(num_heads > 0 && num_kv_heads > 0, "rope_qkv: head counts must be positive");
+  course::require(head_dim > 0 && head_dim % 2 == 0 && head_dim <= kMaxHeadDim,
+                  "rope_qkv: head_dim must be even and at most 256, got " +
+                      std::to_string(head_dim));
+  course::require(theta > 1.0f && std::isfinite(theta), "rope_qkv: theta must be finite and > 1");
+  if (tokens == 0) return;
+  course::require(qkv && positions && q && k && v, "rope_qkv: a pointer is null");
+  rope_qkv_kernel<<<static_cast<unsigned>(tokens), kRopeThreads, 0, stream>>>(
+      qkv, positions, q, k, v, num_heads, num_kv_heads, head_dim, theta);
+  COURSE_LAUNCH_CHECK();
+}
+
+void silu_and_mul(const bfloat16* gate_up, bfloat16* out, std::int64_t tokens, std::int64_t inter,
+                  cudaStream_t stream) {
+  course::require(tokens >= 0 && tokens < (std::int64_t{1} << 31),
+                  "silu_and_mul: tokens must be in [0, 2^31)");
+  course::require(inter >= 1, "silu_and_mul: inter must be >= 1");
+  if (tokens == 0) return;
+  course::require(gate_up && out, "silu_and_mul: a pointer is null");
+  const bool vec = inter % kSiluVec == 0 && course::is_aligned(gate_up, 16) &&
+                   course::is_aligned(out, 16);
+  const int width = vec ? kSiluVec : 1;
+  const std::int64_t per_row = course::ceil_div<std::int64_t>(inter, width);
+  const unsigned blocks_y = static_cast<unsigned>(
+      std::min<std::int64_t>(course::ceil_div<std::int64_t>(per_row, kSiluThreads), 64));
+  const dim3 grid(static_cast<unsigned>(tokens), blocks_y);
+  if (vec)
+    silu_and_mul_kernel<kSiluVec><<<grid, kSiluThreads, 0, stream>>>(gate_up, out, inter);
+  else
+    silu_and_mul_kernel<1><<<grid, kSiluThreads, 0, stream>>>(gate_up, out, inter);
+  COURSE_LAUNCH_CHECK();
+}
+
+std::size_t layer_workspace_bytes(const LayerConfig& config, int batch, int seq_len) {
+  return carve(config, batch, seq_len, nullptr).bytes;
+}
+
+StageRecorder::~StageRecorder() {
+  for (auto& e : entries_) {
+    if (e.start) cudaEventDestroy(e.start);
+    if (e.stop) cudaEventDestroy(e.stop);
+  }
+}
+
+void StageRecorder::begin(const char* name, cudaStream_t stream) {
+  Entry e;
+  e.name = name;
+  COURSE_CUDA_CHECK(cudaEventCreate(&e.start));
+  COURSE_CUDA_CHECK(cudaEventCreate(&e.stop));
+  entries_.push_back(e);
+  COURSE_CUDA_CHECK(cudaEventRecord(entries_.back().start, stream));
+}
+
+void StageRecorder::end(cudaStream_t stream) {
+  course::require(!entries_.empty(), "StageRecorder::end without begin");
+  COURSE_CUDA_CHECK(cudaEventRecord(entries_.back().stop, stream));
+}
+
+std::vector<StageTiming> StageRecorder::collect() {
+  std::vector<StageTiming> out;
+  for (auto& e : entries_) {
+    COURSE_CUDA_CHECK(cudaEventSynchronize(e.stop));
+    float start_ms = 0.0f, stop_ms = 0.0f;
+    COURSE_CUDA_CHECK(cudaEventElapsedTime(&start_ms, entries_.front().start, e.start));
+    COURSE_CUDA_CHECK(cudaEventElapsedTime(&stop_ms, entries_.front().start, e.stop));
+    out.push_back({e.name, 1000.0 * start_ms, 1000.0 * stop_ms});
+  }
+  for (auto& e : entries_) {
+    cudaEventDestroy(e.start);
+    cudaEventDestroy(e.stop);
+  }
+  entries_.clear();
+  return out;
+}
+
+void write_trace(const std::string& path, const std::vector<StageTiming>& stages,
+                 const std::string& title) {
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error("write_trace: cannot open " + path);
+  f << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  f << "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": "
+    << course::json_string(title) << "}}";
+  for (const StageTiming& s : stages) {
+    char times[96];
+    std::snprintf(times, sizeof times, "\"ts\": %.3f, \"dur\": %.3f", s.start_us,
+                  s.end_us - s.start_us);
+    f << ",\n  {\"name\": " << course::json_string(s.name)
+      << ", \"cat\": \"stage\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, " << times << "}";
+  }
+  f << "\n]}\n";
+  if (!f) throw std::runtime_error("write_trace: writing " + path + " failed");
+}
+
+void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const bfloat16* x,
+                   bfloat16* residual, bfloat16* out, int batch, int seq_len, void* workspace,
+                   std::size_t workspace_bytes, cudaStream_t stream, StageRecorder* recorder) {
+  check_config(config, batch, seq_len, "decoder_layer");
+  const std::int64_t tokens = static_cast<std::int64_t>(batch) * seq_len;
+  if (tokens == 0) return;
+  const LayerConfig& c = config;
+  course::require(x && residual && out && workspace, "decoder_layer: a pointer is null");
+  course::require(weights.attn_norm && weights.w_qkv && weights.w_o && weights.mlp_norm &&
+                      weights.w_gate_up && weights.w_down,
+                  "decoder_layer: a weight pointer is null");
+  course::require(course::is_aligned(workspace, 256), "decoder_layer: workspace must be 256-byte aligned");
+  const Workspace ws = carve(c, batch, seq_len, static_cast<char*>(workspace));
+  course::require(workspace_bytes >= ws.bytes,
+                  "decoder_layer: the workspace has " + std::to_string(workspace_bytes) +
+                      " bytes, layer_workspace_bytes() asks for " + std::to_string(ws.bytes));
+  [[maybe_unused]] const std::int64_t qd = static_cast<std::int64_t>(c.num_heads) * c.head_dim;
+  [[maybe_unused]] const std::int64_t kvd = static_cast<std::int64_t>(c.num_kv_heads) * c.head_dim;
+
+  // Everything below runs on the legacy default stream, ordered after `stream`.
+  LegacyStreamBridge bridge(stream);
+  const cudaStream_t s = cudaStreamLegacy;
+  nvtxRangePushA("decoder_layer");
+  batch_indices_kernel<<<static_cast<unsigned>(std::min<std::int64_t>(
+                             course::ceil_div<std::int64_t>(tokens + 1, 256), 1024)),
+                         256, 0, s>>>(ws.cu_seqlens, ws.positions, batch, seq_len);
+  COURSE_LAUNCH_CHECK();
+  {
+    Stage st(recorder, "add_rmsnorm_attn", s);
+    d06::fused_add_rmsnorm(x, residual, weights.attn_norm, ws.h, tokens, c.hidden, c.eps);
+  }
+  {
+    Stage st(recorder, "qkv_gemm", s);
+    gemm_bt(ws.h, weights.w_qkv, ws.qkv, tokens, qd + 2 * kvd, c.hidden);
+  }
+  {
+    Stage st(recorder, "rope", s);
+    rope_qkv(ws.qkv, ws.positions, ws.q, ws.k, ws.v, tokens, c.num_heads, c.num_kv_heads,
+             c.head_dim, c.rope_theta, s);
+  }
+  {
+    Stage st(recorder, "attention", s);
+    d12::PrefillArgs<bfloat16> a;
+    a.q = ws.q;
+    a.k = ws.k;
+    a.v = ws.v;
+    a.o = ws.attn;
+    a.lse = ws.lse;
+    a.cu_seqlens_q = ws.cu_seqlens;
+    a.cu_seqlens_kv = ws.cu_seqlens;
+    a.batch = batch;
+    a.total_q = tokens;
+    a.total_kv = tokens;
+    a.max_seqlen_q = seq_len;
+    a.num_heads = c.num_heads;
+    a.num_kv_heads = c.num_kv_heads;
+    a.head_dim = c.head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.causal = true;
+    d12::prefill_1_mma(a);
+  }
+  {
+    Stage st(recorder, "o_gemm", s);
+    gemm_bt(ws.attn, weights.w_o, ws.proj, tokens, c.hidden, qd);
+  }
+  {
+    Stage st(recorder, "add_rmsnorm_mlp", s);
+    d06::fused_add_rmsnorm(ws.proj, residual, weights.mlp_norm, ws.h, tokens, c.hidden, c.eps);
+  }
+  {
+    Stage st(recorder, "gate_up_gemm", s);
+    gemm_bt(ws.h, weights.w_gate_up, ws.gate_up, tokens, 2 * std::int64_t{c.intermediate},
+            c.hidden);
+  }
+  {
+    Stage st(recorder, "silu_and_mul", s);
+    silu_and_mul(ws.gate_up, ws.act, tokens, c.intermediate, s);
+  }
+  {
+    Stage st(recorder, "down_gemm", s);
+    gemm_bt(ws.act, weights.w_down, out, tokens, c.hidden, c.intermediate);
+  }
+  nvtxRangePop();
+  bridge.finish();
+}
+
+}  // namespace d14
