@@ -4,7 +4,7 @@
 //   2 smem             32 x 32 tiles of A and B in shared memory: each value read K/32 times less
 //   3 register_tile    128 x 128 block tile, each thread an 8 x 8 block of C in registers
 //   4 vectorized       step 3 with 16-byte loads and A transposed in shared memory
-//   5 warp_tile        warp tiles (64 x 32), double-buffered shared memory (SGEMM_CUDA's 10th)
+//   5 warp_tile        warp tiles (64 x 64), double-buffered shared memory (SGEMM_CUDA's 10th)
 //   6 mma              bfloat16 mma.sync.m16n8k16 + ldmatrix, swizzled cp.async ring
 //   7 wgmma            Hopper: TMA boxes, 128-byte swizzle, wgmma m64n256k16, producer/consumers
 //   8 fp8              step 7 with e4m3 inputs (wgmma m64n256k32) and per-tensor scales
