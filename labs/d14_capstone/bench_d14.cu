@@ -91,7 +91,11 @@ void BM_rope_qkv(benchmark::State& state) {
   }
   course::bench::measure(state, run, {4.0 * tokens * row + 4.0 * tokens, 0.0}, {poison, check});
 }
-BENCHMARK(BM_rope_qkv)->ArgNames({"tokens"})->Arg(4096)->Arg(16384)->Apply(course::bench::configure);
+BENCHMARK(BM_rope_qkv)
+    ->ArgNames({"tokens"})
+    ->Arg(4096)
+    ->Arg(16384)
+    ->Apply(course::bench::configure);
 
 // ---------------------------------------------------------------- Exercise 2: SiLU-and-mul
 // range(0) = tokens, range(1) = inter.
@@ -141,8 +145,8 @@ d14::LayerConfig llama_config() {
 struct Weights {
   DeviceBuffer<bfloat16> attn_norm, w_qkv, w_o, mlp_norm, w_gate_up, w_down;
   d14::LayerWeights view() {
-    return {attn_norm.data(), w_qkv.data(), w_o.data(), mlp_norm.data(), w_gate_up.data(),
-            w_down.data()};
+    return {attn_norm.data(), w_qkv.data(),     w_o.data(),
+            mlp_norm.data(),  w_gate_up.data(), w_down.data()};
   }
 };
 Weights& weights() {
@@ -150,10 +154,13 @@ Weights& weights() {
     auto* r = new Weights;
     const auto linear = [](std::size_t out, std::size_t in, std::uint64_t s) {
       const double a = std::sqrt(3.0 / static_cast<double>(in));
-      return DeviceBuffer<bfloat16>(course::random_uniform<bfloat16>(out * in, course::seed_for(s), -a, a));
+      return DeviceBuffer<bfloat16>(
+          course::random_uniform<bfloat16>(out * in, course::seed_for(s), -a, a));
     };
-    r->attn_norm = DeviceBuffer<bfloat16>(course::random_uniform<bfloat16>(kHidden, course::seed_for(10), 0.5, 1.5));
-    r->mlp_norm = DeviceBuffer<bfloat16>(course::random_uniform<bfloat16>(kHidden, course::seed_for(11), 0.5, 1.5));
+    r->attn_norm = DeviceBuffer<bfloat16>(
+        course::random_uniform<bfloat16>(kHidden, course::seed_for(10), 0.5, 1.5));
+    r->mlp_norm = DeviceBuffer<bfloat16>(
+        course::random_uniform<bfloat16>(kHidden, course::seed_for(11), 0.5, 1.5));
     r->w_qkv = linear((kHeads + 2 * kKvHeads) * kDim, kHidden, 12);
     r->w_o = linear(kHidden, kHeads * kDim, 13);
     r->w_gate_up = linear(2 * std::size_t{kInter}, kHidden, 14);
@@ -170,10 +177,14 @@ struct LayerRun {
   DeviceBuffer<bfloat16> d_x, d_residual, out, ws_fused, ws_unfused;
   std::size_t fused_bytes, unfused_bytes;
   LayerRun(int b, int l)
-      : batch(b), seq_len(l), tokens(std::int64_t{b} * l),
+      : batch(b),
+        seq_len(l),
+        tokens(std::int64_t{b} * l),
         x(course::random_uniform<bfloat16>(tokens * kHidden, course::seed_for(20))),
         residual(course::random_uniform<bfloat16>(tokens * kHidden, course::seed_for(21))),
-        d_x(x), d_residual(residual), out(tokens * kHidden),
+        d_x(x),
+        d_residual(residual),
+        out(tokens * kHidden),
         fused_bytes(d14::layer_workspace_bytes(llama_config(), b, l)),
         unfused_bytes(d14::unfused_workspace_bytes(llama_config(), b, l)) {
     ws_fused = DeviceBuffer<bfloat16>(fused_bytes / 2 + 1);
@@ -196,7 +207,8 @@ struct LayerRun {
 course::bench::Traffic layer_traffic(int batch, int seq_len) {
   const double t = double{1.0} * batch * seq_len;
   const double qkv_n = (kHeads + 2 * kKvHeads) * kDim, qd = kHeads * kDim;
-  const double weights = 2.0 * (kHidden * qkv_n + qd * kHidden + 3.0 * kHidden * kInter + 2 * kHidden);
+  const double weights =
+      2.0 * (kHidden * qkv_n + qd * kHidden + 3.0 * kHidden * kInter + 2 * kHidden);
   const double acts = 2.0 * t * kHidden * 4.0;  // x and residual in, residual and out written
   const double gemm = 2.0 * t * (kHidden * qkv_n + qd * kHidden + 3.0 * kHidden * kInter);
   const double attn = 4.0 * batch * (double{1.0} * seq_len * (seq_len + 1) / 2) * kHeads * kDim;
@@ -250,8 +262,7 @@ void BM_decoder_layer(benchmark::State& state) {
     state.SkipWithError(e.what());
     return;
   }
-  course::bench::measure(state, run, layer_traffic(batch, len),
-                         {[&] { r->restore(); }, check});
+  course::bench::measure(state, run, layer_traffic(batch, len), {[&] { r->restore(); }, check});
   const double mine = state.counters["median_us"];
   if (mine > 0) state.counters["x_unfused"] = unfused_median_us(*r) / mine;
   if (batch == 4 && len == 512) course::bench::mark_key(state);

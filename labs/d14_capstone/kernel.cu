@@ -36,7 +36,7 @@ constexpr int kSiluVec = course::kVec16<bf16>;  // 8 bfloat16 per 16-byte access
 // ------------------------------------------------------------------------------------------
 // Exercise 1a — theta^(-2 pair / head_dim), computed in float64 and rounded once, so that the
 // host (the tests' reference) and the device get the same float (lesson §3.1).
-__host__ __device__ float rope_inv_freq(int pair, int head_dim, float theta) {
+__host__ __device__ inline float inv_freq(int pair, int head_dim, float theta) {
   // TODO(d14.1): return theta^(-2 pair / head_dim) (lesson §3.1). Compute it in float64
   // (exp2 and log2 of doubles) and round once to float, so that the host and the device get
   // the same value. Until then: -1, which the tests read as "not written yet".
@@ -50,11 +50,11 @@ __host__ __device__ float rope_inv_freq(int pair, int head_dim, float theta) {
 // rotates (head, pair) pairs of the query and key heads and copies value elements (lesson §3.2).
 __global__ void __launch_bounds__(kRopeThreads)
     rope_qkv_kernel(const bf16* __restrict__ qkv, const std::int32_t* __restrict__ positions,
-                    bf16* __restrict__ q, bf16* __restrict__ k, bf16* __restrict__ v,
-                    int num_heads, int num_kv_heads, int head_dim, float theta) {
+                    bf16* __restrict__ q, bf16* __restrict__ k, bf16* __restrict__ v, int num_heads,
+                    int num_kv_heads, int head_dim, float theta) {
   // TODO(d14.2): one block per token t = blockIdx.x (lesson §3.2).
   //  1. The angles of the token are the same for every head: threads i < head_dim / 2 compute
-  //     a = positions[t] * rope_inv_freq(i, head_dim, theta) in double, reduce it to [-pi, pi]
+  //     a = positions[t] * inv_freq(i, head_dim, theta) in double, reduce it to [-pi, pi]
   //     (a -= 2 pi rint(a / (2 pi))), take __sincosf of it as a float, and store cos and sin in
   //     shared arrays of kMaxHeadDim / 2; then __syncthreads().
   //  2. The row of token t in qkv has (num_heads + 2 num_kv_heads) * head_dim elements: the
@@ -65,8 +65,8 @@ __global__ void __launch_bounds__(kRopeThreads)
 }
 
 // ------------------------------------------------------------------------------------------
-// Exercise 2 — blockIdx.x is the token, the y-blocks' threads walk its intermediate columns: VEC = 8 reads
-// 16 bytes of gate and 16 of up per thread (when every row is 16-byte aligned), VEC = 1 one
+// Exercise 2 — blockIdx.x is the token, the y-blocks' threads walk its intermediate columns: VEC =
+// 8 reads 16 bytes of gate and 16 of up per thread (when every row is 16-byte aligned), VEC = 1 one
 // element at a time otherwise. One read of gate_up, one write of out: the unfused chain
 // (silu to a temporary, then a multiply) moves twice the bytes (lesson §4).
 template <int VEC>
@@ -83,8 +83,7 @@ __global__ void __launch_bounds__(kSiluThreads)
 // The batch's bookkeeping: cu_seqlens[b] = b * seq_len for b = 0 .. batch, and the position of
 // every token (t % seq_len).
 __global__ void batch_indices_kernel(std::int32_t* __restrict__ cu_seqlens,
-                                     std::int32_t* __restrict__ positions, int batch,
-                                     int seq_len) {
+                                     std::int32_t* __restrict__ positions, int batch, int seq_len) {
   const std::int64_t tokens = static_cast<std::int64_t>(batch) * seq_len;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < tokens || i <= batch; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -131,7 +130,8 @@ Workspace carve(const LayerConfig& c, int batch, int seq_len, char* base) {
   w.attn = reinterpret_cast<bf16*>(take(tokens * qd * 2));
   w.lse = reinterpret_cast<float*>(take(tokens * c.num_heads * 4));
   w.proj = reinterpret_cast<bf16*>(take(tokens * c.hidden * 2));
-  w.gate_up = reinterpret_cast<bf16*>(take(tokens * 2 * static_cast<std::size_t>(c.intermediate) * 2));
+  w.gate_up =
+      reinterpret_cast<bf16*>(take(tokens * 2 * static_cast<std::size_t>(c.intermediate) * 2));
   w.act = reinterpret_cast<bf16*>(take(tokens * static_cast<std::size_t>(c.intermediate) * 2));
   w.bytes = at;
   return w;
@@ -140,14 +140,16 @@ Workspace carve(const LayerConfig& c, int batch, int seq_len, char* base) {
 void check_config(const LayerConfig& c, int batch, int seq_len, const char* fn) {
   const std::string f = fn;
   course::require(c.hidden > 0 && c.hidden % 8 == 0,
-                  f + ": hidden must be a positive multiple of 8 (the GEMMs' K rows are 16-byte "
-                      "aligned), got " + std::to_string(c.hidden));
-  course::require(c.intermediate > 0 && c.intermediate % 8 == 0,
-                  f + ": intermediate must be a positive multiple of 8, got " +
-                      std::to_string(c.intermediate));
-  course::require(c.head_dim == 64 || c.head_dim == 128,
-                  f + ": head_dim must be 64 or 128 (Day 12's attention), got " +
-                      std::to_string(c.head_dim));
+                  f +
+                      ": hidden must be a positive multiple of 8 (the GEMMs' K rows are 16-byte "
+                      "aligned), got " +
+                      std::to_string(c.hidden));
+  course::require(
+      c.intermediate > 0 && c.intermediate % 8 == 0,
+      f + ": intermediate must be a positive multiple of 8, got " + std::to_string(c.intermediate));
+  course::require(
+      c.head_dim == 64 || c.head_dim == 128,
+      f + ": head_dim must be 64 or 128 (Day 12's attention), got " + std::to_string(c.head_dim));
   course::require(c.num_heads > 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0,
                   f + ": num_heads must be a positive multiple of num_kv_heads");
   course::require(c.eps > 0.0f && c.rope_theta > 1.0f, f + ": eps > 0 and rope_theta > 1");
@@ -159,7 +161,7 @@ void check_config(const LayerConfig& c, int batch, int seq_len, const char* fn) 
 // Day 10's bfloat16 GEMM, C = A B^T with B a [N, K] weight: the TMA + wgmma kernel (step 7) on
 // compute capability 9.0, the mma.sync one (step 6) elsewhere. Legacy default stream.
 [[maybe_unused]] void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::int64_t n,
-             std::int64_t k) {
+                              std::int64_t k) {
   int device = 0, major = 0, minor = 0;
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
   COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -226,9 +228,9 @@ void rope_qkv(const bfloat16* qkv, const std::int32_t* positions, bfloat16* q, b
   course::require(tokens >= 0 && tokens < (std::int64_t{1} << 31),
                   "rope_qkv: tokens must be in [0, 2^31)");
   course::require(num_heads > 0 && num_kv_heads > 0, "rope_qkv: head counts must be positive");
-  course::require(head_dim > 0 && head_dim % 2 == 0 && head_dim <= kMaxHeadDim,
-                  "rope_qkv: head_dim must be even and at most 256, got " +
-                      std::to_string(head_dim));
+  course::require(
+      head_dim > 0 && head_dim % 2 == 0 && head_dim <= kMaxHeadDim,
+      "rope_qkv: head_dim must be even and at most 256, got " + std::to_string(head_dim));
   course::require(theta > 1.0f && std::isfinite(theta), "rope_qkv: theta must be finite and > 1");
   if (tokens == 0) return;
   course::require(qkv && positions && q && k && v, "rope_qkv: a pointer is null");
@@ -244,8 +246,8 @@ void silu_and_mul(const bfloat16* gate_up, bfloat16* out, std::int64_t tokens, s
   course::require(inter >= 1, "silu_and_mul: inter must be >= 1");
   if (tokens == 0) return;
   course::require(gate_up && out, "silu_and_mul: a pointer is null");
-  const bool vec = inter % kSiluVec == 0 && course::is_aligned(gate_up, 16) &&
-                   course::is_aligned(out, 16);
+  const bool vec =
+      inter % kSiluVec == 0 && course::is_aligned(gate_up, 16) && course::is_aligned(out, 16);
   const int width = vec ? kSiluVec : 1;
   const std::int64_t per_row = course::ceil_div<std::int64_t>(inter, width);
   const unsigned blocks_y = static_cast<unsigned>(
@@ -257,6 +259,8 @@ void silu_and_mul(const bfloat16* gate_up, bfloat16* out, std::int64_t tokens, s
     silu_and_mul_kernel<1><<<grid, kSiluThreads, 0, stream>>>(gate_up, out, inter);
   COURSE_LAUNCH_CHECK();
 }
+
+float rope_inv_freq(int pair, int head_dim, float theta) { return inv_freq(pair, head_dim, theta); }
 
 std::size_t layer_workspace_bytes(const LayerConfig& config, int batch, int seq_len) {
   return carve(config, batch, seq_len, nullptr).bytes;
@@ -329,7 +333,8 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
   course::require(weights.attn_norm && weights.w_qkv && weights.w_o && weights.mlp_norm &&
                       weights.w_gate_up && weights.w_down,
                   "decoder_layer: a weight pointer is null");
-  course::require(course::is_aligned(workspace, 256), "decoder_layer: workspace must be 256-byte aligned");
+  course::require(course::is_aligned(workspace, 256),
+                  "decoder_layer: workspace must be 256-byte aligned");
   const Workspace ws = carve(c, batch, seq_len, static_cast<char*>(workspace));
   course::require(workspace_bytes >= ws.bytes,
                   "decoder_layer: the workspace has " + std::to_string(workspace_bytes) +

@@ -86,7 +86,7 @@ struct LayerWeights {
 // The layer's stages, in order (the NVTX ranges and the trace use these names).
 inline const std::vector<std::string>& layer_stage_names() {
   static const std::vector<std::string> names = {
-      "add_rmsnorm_attn", "qkv_gemm", "rope",         "attention", "o_gemm",
+      "add_rmsnorm_attn", "qkv_gemm",     "rope",         "attention", "o_gemm",
       "add_rmsnorm_mlp",  "gate_up_gemm", "silu_and_mul", "down_gemm"};
   return names;
 }

@@ -90,8 +90,8 @@ void check_rope(std::int64_t tokens, int heads, int kv_heads, int dim, float the
   q.poison();
   k.poison();
   v.poison();
-  d14::rope_qkv(d_qkv.data(), d_pos.data(), q.data(), k.data(), v.data(), tokens, heads,
-                kv_heads, dim, theta);
+  d14::rope_qkv(d_qkv.data(), d_pos.data(), q.data(), k.data(), v.data(), tokens, heads, kv_heads,
+                dim, theta);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   const ref::QkvSplit want = ref::rope_qkv(course::as_doubles(qkv), positions, tokens, heads,
                                            kv_heads, dim, inv_freqs(dim, theta));
@@ -119,7 +119,8 @@ class SiluAndMul : public course::GpuTest {};
 void check_silu(std::int64_t tokens, std::int64_t inter, std::size_t offset, std::uint64_t salt) {
   SCOPED_TRACE("tokens " + std::to_string(tokens) + ", inter " + std::to_string(inter) +
                (offset ? ", pointers offset by one element" : ""));
-  const auto gu = course::random_uniform<bfloat16>(tokens * 2 * inter, course::seed_for(salt), -6, 6);
+  const auto gu =
+      course::random_uniform<bfloat16>(tokens * 2 * inter, course::seed_for(salt), -6, 6);
   course::Guarded<bfloat16> d_gu(gu, offset);
   course::Guarded<bfloat16> out(tokens * inter, offset);
   d14::silu_and_mul(d_gu.data(), out.data(), tokens, inter);
@@ -165,7 +166,7 @@ struct LayerData {
   std::vector<bfloat16> attn_norm, w_qkv, w_o, mlp_norm, w_gate_up, w_down, x, residual;
   DeviceBuffer<bfloat16> d_attn_norm, d_w_qkv, d_w_o, d_mlp_norm, d_w_gate_up, d_w_down;
   d14::LayerWeights weights() {
-    return {d_attn_norm.data(), d_w_qkv.data(), d_w_o.data(),
+    return {d_attn_norm.data(), d_w_qkv.data(),     d_w_o.data(),
             d_mlp_norm.data(),  d_w_gate_up.data(), d_w_down.data()};
   }
 };
@@ -173,7 +174,7 @@ struct LayerData {
 LayerData make_layer(const LayerCase& c, std::uint64_t salt) {
   const auto& k = c.config;
   LayerData d;
-  d.shape = {static_cast<std::size_t>(k.hidden), static_cast<std::size_t>(k.num_heads),
+  d.shape = {static_cast<std::size_t>(k.hidden),       static_cast<std::size_t>(k.num_heads),
              static_cast<std::size_t>(k.num_kv_heads), static_cast<std::size_t>(k.head_dim),
              static_cast<std::size_t>(k.intermediate), k.eps};
   const std::size_t tokens = static_cast<std::size_t>(c.batch) * c.seq_len;
@@ -225,8 +226,9 @@ void check_layer(const LayerCase& c, std::uint64_t salt, cudaStream_t stream = n
   const ref::DecoderLayerResult want =
       ref::decoder_layer(d.shape, d.w64, course::as_doubles(d.x), course::as_doubles(d.residual),
                          c.batch, c.seq_len, inv_freqs(k.head_dim, k.rope_theta), round_bf16);
-  COURSE_EXPECT_MATCH(residual.download(), want.residual,
-                      opts(k.hidden, "residual (x + residual + attention's projection)", kLayerTolerance));
+  COURSE_EXPECT_MATCH(
+      residual.download(), want.residual,
+      opts(k.hidden, "residual (x + residual + attention's projection)", kLayerTolerance));
   COURSE_EXPECT_MATCH(out.download(), want.out,
                       opts(k.hidden, "out (the MLP's output)", kLayerTolerance));
 }
@@ -278,7 +280,8 @@ TEST_F(LayerTrace, RecordsEveryStageInOrderAndWritesAChromeTrace) {
     EXPECT_EQ(stages[i].name, names[i]) << "stage " << i << " is out of order";
     EXPECT_GE(stages[i].end_us, stages[i].start_us) << stages[i].name << " ends before it starts";
     EXPECT_GE(stages[i].start_us, previous_end - 1e-3)
-        << stages[i].name << " starts before the previous stage ends: one stream runs them in order";
+        << stages[i].name
+        << " starts before the previous stage ends: one stream runs them in order";
     previous_end = stages[i].end_us;
   }
   const std::string path = ::testing::TempDir() + "d14_trace.json";

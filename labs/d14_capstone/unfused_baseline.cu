@@ -163,8 +163,8 @@ void decoder_layer_unfused(const LayerConfig& c, const LayerWeights& w, const bf
   COURSE_LAUNCH_CHECK();
   d06::rmsnorm(residual, w.attn_norm, p.h, tokens, c.hidden, c.eps);
   gemm_bt(p.h, w.w_qkv, p.qkv, tokens, qd + 2 * kvd, c.hidden);
-  split_kernel<<<blocks_for(tokens * (qd + 2 * kvd)), kThreads>>>(p.qkv, p.q, p.k, p.v, tokens,
-                                                                   qd, kvd);
+  split_kernel<<<blocks_for(tokens * (qd + 2 * kvd)), kThreads>>>(p.qkv, p.q, p.k, p.v, tokens, qd,
+                                                                  kvd);
   COURSE_LAUNCH_CHECK();
   rope_kernel<<<blocks_for(tokens * qd / 2), kThreads>>>(p.q, seq_len, tokens, c.num_heads,
                                                          c.head_dim, c.rope_theta);

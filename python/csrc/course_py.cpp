@@ -59,14 +59,16 @@ View view(DLManagedTensor* m, const char* name, char dtype, int ndim) {
   if (cudaGetDevice(&current) == cudaSuccess && current != t.device.device_id)
     throw ArgError(v.name + ": is on CUDA device " + std::to_string(t.device.device_id) +
                    " but the current device is " + std::to_string(current));
-  const bool ok_type = t.dtype.lanes == 1 &&
-                       ((dtype == 'b' && t.dtype.code == kDLBfloat && t.dtype.bits == 16) ||
-                        (dtype == 'i' && t.dtype.code == kDLInt && t.dtype.bits == 32) ||
-                        (dtype == 'f' && t.dtype.code == kDLFloat && t.dtype.bits == 32));
+  const bool ok_type =
+      t.dtype.lanes == 1 && ((dtype == 'b' && t.dtype.code == kDLBfloat && t.dtype.bits == 16) ||
+                             (dtype == 'i' && t.dtype.code == kDLInt && t.dtype.bits == 32) ||
+                             (dtype == 'f' && t.dtype.code == kDLFloat && t.dtype.bits == 32));
   if (!ok_type)
     throw ArgError(v.name + ": wrong dtype (code " + std::to_string(t.dtype.code) + ", bits " +
                    std::to_string(t.dtype.bits) + "), expected " +
-                   (dtype == 'b' ? "bfloat16" : dtype == 'i' ? "int32" : "float32"));
+                   (dtype == 'b'   ? "bfloat16"
+                    : dtype == 'i' ? "int32"
+                                   : "float32"));
   if (t.ndim != ndim)
     throw ArgError(v.name + ": expected " + std::to_string(ndim) + " dimensions, got " +
                    std::to_string(t.ndim));
@@ -147,7 +149,8 @@ COURSE_PY_API int course_abi_version(void) { return 1; }
 COURSE_PY_API int course_rmsnorm(DLManagedTensor* x, DLManagedTensor* w, DLManagedTensor* y,
                                  float eps, void* stream) {
   return guarded([&] {
-    const View vx = view(x, "x", 'b', 2), vw = view(w, "weight", 'b', 1), vy = view(y, "out", 'b', 2);
+    const View vx = view(x, "x", 'b', 2), vw = view(w, "weight", 'b', 1),
+               vy = view(y, "out", 'b', 2);
     same_shape(vx, vy);
     if (vw.dim(0) != vx.dim(1)) throw ArgError("weight: must have x.shape[1] elements");
     on_stream(static_cast<cudaStream_t>(stream), [&] {
@@ -256,9 +259,8 @@ COURSE_PY_API int course_silu_and_mul(DLManagedTensor* gate_up, DLManagedTensor*
   });
 }
 
-COURSE_PY_API std::int64_t course_layer_workspace_bytes(int hidden, int num_heads,
-                                                        int num_kv_heads, int head_dim,
-                                                        int intermediate, int batch,
+COURSE_PY_API std::int64_t course_layer_workspace_bytes(int hidden, int num_heads, int num_kv_heads,
+                                                        int head_dim, int intermediate, int batch,
                                                         int seq_len) {
   d14::LayerConfig c;
   c.hidden = hidden;
@@ -303,18 +305,16 @@ COURSE_PY_API int course_decoder_layer(DLManagedTensor* x, DLManagedTensor* resi
     if (vx.dim(0) != static_cast<std::int64_t>(batch) * seq_len)
       throw ArgError("x: must have batch * seq_len rows");
     if (van.dim(0) != c.hidden || vmn.dim(0) != c.hidden || vqkv.dim(1) != c.hidden ||
-        vwo.dim(0) != c.hidden || vwo.dim(1) != num_heads * c.head_dim ||
-        vgu.dim(1) != c.hidden || vd.dim(0) != c.hidden || vd.dim(1) != c.intermediate)
+        vwo.dim(0) != c.hidden || vwo.dim(1) != num_heads * c.head_dim || vgu.dim(1) != c.hidden ||
+        vd.dim(0) != c.hidden || vd.dim(1) != c.intermediate)
       throw ArgError("weights: shapes do not fit hidden, heads and intermediate");
     const DLTensor& ws = workspace->dl_tensor;
     std::int64_t ws_bytes = ws.dtype.bits / 8 * ws.dtype.lanes;
     for (int i = 0; i < ws.ndim; ++i) ws_bytes *= ws.shape[i];
-    const d14::LayerWeights w{static_cast<const bfloat16*>(van.data()),
-                              static_cast<const bfloat16*>(vqkv.data()),
-                              static_cast<const bfloat16*>(vwo.data()),
-                              static_cast<const bfloat16*>(vmn.data()),
-                              static_cast<const bfloat16*>(vgu.data()),
-                              static_cast<const bfloat16*>(vd.data())};
+    const d14::LayerWeights w{
+        static_cast<const bfloat16*>(van.data()), static_cast<const bfloat16*>(vqkv.data()),
+        static_cast<const bfloat16*>(vwo.data()), static_cast<const bfloat16*>(vmn.data()),
+        static_cast<const bfloat16*>(vgu.data()), static_cast<const bfloat16*>(vd.data())};
     d14::StageRecorder recorder;
     const bool trace = trace_path != nullptr && trace_path[0] != '\0';
     d14::decoder_layer(c, w, static_cast<const bfloat16*>(vx.data()),

@@ -233,6 +233,9 @@ class Layer(unittest.TestCase):
             out = cuda_course.decoder_layer(x, res, w, batch, seq_len, heads, kv_heads,
                                             trace_path=trace_path)
         else:
+            # The side stream must not run ahead of the default stream's work that made x and
+            # residual (PyTorch's rule for every side stream: the caller orders them).
+            stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
                 out = cuda_course.decoder_layer(x, res, w, batch, seq_len, heads, kv_heads)
                 out = out.clone()  # queued on the side stream, after the layer
