@@ -160,6 +160,16 @@ __device__ void load_kv_tile(T* stage, const KernelParams<T>& p, const TileRows<
   // tiles, with valid = false (and offset 0) past the end: zeros, never stale rows.
 }
 
+// Given: 2^x by the special-function unit's ex2.approx.ftz.f32, for the weights of the loop
+// (lesson §5.3). exp2f runs the same instruction inside a fix for results below 2^-126 (three
+// more instructions a call, twenty calls a tile at ratio 4); flushed to 0 instead, such a weight
+// is nothing next to the tile's largest, which is 1. exp2_approx(-inf) = 0, NaN stays NaN.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // The online-softmax state of one lane group for the kGroupSize query heads (lesson §4.2), in
 // base 2: m = the largest score seen (log2 units), l = sum of exp2(s - m), acc = sum of
 // exp2(s - m) * v over this lane's 8 dimensions.
@@ -187,8 +197,8 @@ __device__ void attend_tile(const T* stage, const float (&q)[kGroupSize][kChunkE
   //    = Shape::kLanesPerToken / 2 .. 1 (every lane of the warp must execute the shuffles).
   // 3. Tokens i >= valid get s = -INFINITY.
   // 4. Per head g: m_new = max(st.m[g], s[g][:]); m_use = m_new, or 0 when m_new is -inf;
-  //    alpha = exp2f(st.m[g] - m_use); st.m[g] = m_new; scale st.l[g] and st.acc[g][:] by alpha;
-  //    s[g][j] = exp2f(s[g][j] - m_use), added to st.l[g].
+  //    alpha = exp2_approx(st.m[g] - m_use); st.m[g] = m_new; scale st.l[g] and st.acc[g][:] by
+  //    alpha; s[g][j] = exp2_approx(s[g][j] - m_use), added to st.l[g].
   // 5. For each j: load the lane's 8 elements of V row i; st.acc[g][e] += s[g][j] * v[e].
 }
 
