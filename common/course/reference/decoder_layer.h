@@ -117,9 +117,9 @@ struct DecoderLayerResult {
 // scale 1 / sqrt(dim) (in float32, as the GPU passes it), bottom-right aligned (equal lengths:
 // the usual lower triangle).
 inline DecoderLayerResult decoder_layer(const DecoderLayerShape& s, const DecoderLayerWeights& w,
-                                        const std::vector<double>& x,
-                                        std::vector<double> residual, std::size_t batch,
-                                        std::size_t seq_len, const std::vector<double>& inv_freq,
+                                        const std::vector<double>& x, std::vector<double> residual,
+                                        std::size_t batch, std::size_t seq_len,
+                                        const std::vector<double>& inv_freq,
                                         const Round16& round16) {
   const std::size_t tokens = batch * seq_len, qd = s.heads * s.dim, kvd = s.kv_heads * s.dim;
   std::vector<double> h;
@@ -151,7 +151,8 @@ inline DecoderLayerResult decoder_layer(const DecoderLayerShape& s, const Decode
       }
   const std::vector<double> proj = linear(attn, w.w_o, tokens, s.hidden, qd, round16);
   add_rmsnorm(proj, residual, w.mlp_norm, h, tokens, s.hidden, s.eps, round16);
-  const std::vector<double> gate_up = linear(h, w.w_gate_up, tokens, 2 * s.inter, s.hidden, round16);
+  const std::vector<double> gate_up =
+      linear(h, w.w_gate_up, tokens, 2 * s.inter, s.hidden, round16);
   std::vector<double> act = silu_and_mul(gate_up, tokens, s.inter);
   for (double& e : act) e = round16(e);
   DecoderLayerResult r;
