@@ -73,11 +73,34 @@ struct KernelParams {
   const std::int32_t* page_indices;
   const std::int32_t* last_page_len;
   int page_size;
+  std::uint32_t page_magic;  // token / page_size = (token * page_magic) >> page_shift
+  int page_shift;            // (divide_by_page_size, for 0 <= token < 2^31)
   int num_kv_heads;
   int num_qo_heads;
   int num_splits;
   float scale_log2;  // scale * log2(e): the kernel works with exp2 (lesson §4.3)
 };
+
+// ---------------------------------------------------------------------------------------------
+// Given: division by page_size without a divide instruction (GPUs have none: a `/` by a runtime
+// value is ~15 instructions). For a divisor d >= 1, l = ceil(log2 d), m = floor(2^(31 + l) / d) +
+// 1 (< 2^32), floor(n / d) = (n * m) >> (31 + l) for every 0 <= n < 2^31 (Granlund and
+// Montgomery, 1994, Theorem 4.2 with N = 31): one 32 x 32 -> 64-bit multiply and a shift. The
+// launcher computes m and the shift once per call (page_divisor).
+struct PageDivisor {
+  std::uint32_t magic;
+  int shift;
+};
+inline PageDivisor page_divisor(int page_size) {
+  int l = 0;
+  while ((std::int64_t{1} << l) < page_size) ++l;
+  const std::uint64_t magic = ((std::uint64_t{1} << (31 + l)) / page_size) + 1;
+  return {static_cast<std::uint32_t>(magic), 31 + l};
+}
+template <class T>
+__device__ __forceinline__ unsigned divide_by_page_size(unsigned token, const KernelParams<T>& p) {
+  return static_cast<unsigned>((static_cast<std::uint64_t>(token) * p.page_magic) >> p.page_shift);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Exercise 3 (a) — the tokens of split `split` (lesson §6.1): contiguous ranges of
@@ -129,9 +152,10 @@ __device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
                                                int tile_begin, int end) {
   // TODO(d11.2) (lesson §5.2): for j < TileShape<kHeadDim>::kChunksPerThread, chunk j of this
   // thread is token tile_begin + (j * kThreads + threadIdx.x) / Shape::kLanesPerToken of the
-  // sequence. When token < end: its page is __ldg(pages + token / p.page_size) (unsigned
-  // division), its slot token % p.page_size, and rows.row[j] = page * p.page_size + slot (32-bit
-  // unsigned: the upload guarantees num_pages * page_size <= 2^32). Past the end: row 0.
+  // sequence. When token < end: its page is __ldg(pages + token / p.page_size) (the quotient by
+  // divide_by_page_size, given: no divide instruction), its slot token % p.page_size, and
+  // rows.row[j] = page * p.page_size + slot (32-bit unsigned: the upload guarantees num_pages *
+  // page_size <= 2^32). Past the end: row 0.
   TileRows<kHeadDim> rows{};  // all 0 until written
   (void)p;
   (void)pages;
@@ -483,6 +507,9 @@ void decode_attention_impl(const DecodeArgs<T>& a, const PagedKv& kv, DecodePlan
   p.page_indices = kv.page_indices();
   p.last_page_len = kv.last_page_len();
   p.page_size = shape.page_size;
+  const PageDivisor divisor = page_divisor(shape.page_size);
+  p.page_magic = divisor.magic;
+  p.page_shift = divisor.shift;
   p.num_kv_heads = shape.num_kv_heads;
   p.num_qo_heads = a.num_qo_heads;
   p.num_splits = splits;
