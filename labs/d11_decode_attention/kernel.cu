@@ -401,7 +401,9 @@ SplitRange split_range(std::int64_t len, int num_splits, int split) {
 
 int choose_num_splits(int batch, int num_kv_heads, std::int64_t max_len, int sm_count) {
   const std::int64_t blocks = static_cast<std::int64_t>(batch) * num_kv_heads;
-  const std::int64_t wanted = (2 * static_cast<std::int64_t>(sm_count) + blocks - 1) / blocks;
+  // As many splits as keep the blocks within one wave of kWaveBlocksPerSm blocks per SM: more
+  // would start a second, partial wave; fewer would leave warps of the SM idle.
+  const std::int64_t wanted = kWaveBlocksPerSm * static_cast<std::int64_t>(sm_count) / blocks;
   const std::int64_t by_length = std::max<std::int64_t>(1, max_len / kMinSplitTokens);
   return static_cast<int>(std::clamp<std::int64_t>(std::min(wanted, by_length), 1, kMaxSplits));
 }

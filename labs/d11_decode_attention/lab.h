@@ -122,10 +122,12 @@ struct SplitRange {
 };
 SplitRange split_range(std::int64_t len, int num_splits, int split);
 
-// How many splits plan_decode() picks when asked for kAutoSplits (given, lesson §6.3): enough
-// blocks (batch * num_kv_heads * splits) to fill every SM twice over, but no split shorter than
-// kMinSplitTokens tokens of the longest sequence, and at most kMaxSplits.
+// How many splits plan_decode() picks when asked for kAutoSplits (given, lesson §6.3): as many
+// as fit the blocks (batch * num_kv_heads * splits) in one wave of kWaveBlocksPerSm blocks per
+// SM (the residency of the ratio 1 and 4 kernels), but no split shorter than kMinSplitTokens
+// tokens of the longest sequence, at most kMaxSplits, and 1 when the batch alone fills the wave.
 constexpr int kAutoSplits = 0;
+constexpr int kWaveBlocksPerSm = 4;
 constexpr int kMaxSplits = 128;
 constexpr std::int64_t kMinSplitTokens = 256;
 int choose_num_splits(int batch, int num_kv_heads, std::int64_t max_len, int sm_count);
