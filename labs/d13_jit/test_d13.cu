@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -258,10 +259,22 @@ TEST(DiskCache, TwoProcessesWritingTheSameKeyNeverLeaveAPartialFile) {
   }
   int reads = 0, whole = 0, partial = 0;
   const std::string path = dir.path() + "/" + key + ".cubin";
-  for (bool running = true; running;) {
-    int done = 0;
-    for (const pid_t child : children) done += ::waitpid(child, nullptr, WNOHANG) == child;
-    running = done < 2 && reads < kMaxReads;
+  int status[2] = {0, 0};
+  bool reaped[2] = {false, false};
+  // A child is done when waitpid returns it (or fails for a reason other than a signal, so that
+  // the loop can never spin forever).
+  const auto reap = [&](int p, int flags) {
+    if (reaped[p]) return;
+    const pid_t r = ::waitpid(children[p], &status[p], flags);
+    reaped[p] = r == children[p] || (r < 0 && errno != EINTR);
+  };
+  while (!(reaped[0] && reaped[1])) {
+    for (int p = 0; p < 2; ++p) reap(p, WNOHANG);
+    if (reads >= kMaxReads) {  // enough evidence: wait for the writers to finish
+      for (int p = 0; p < 2; ++p)
+        while (!reaped[p]) reap(p, 0);
+      break;
+    }
     if (!std::filesystem::exists(path)) continue;  // not created yet
     // Once created, the name must always hold a whole entry: an empty file (a writer that
     // truncates in place) counts as partial.
@@ -272,10 +285,7 @@ TEST(DiskCache, TwoProcessesWritingTheSameKeyNeverLeaveAPartialFile) {
       ++whole;
     else
       ++partial;
-    if (done == 2) break;
   }
-  int status[2] = {0, 0};
-  for (int p = 0; p < 2; ++p) ::waitpid(children[p], &status[p], 0);
   for (int p = 0; p < 2; ++p)
     EXPECT_TRUE(WIFEXITED(status[p]) && WEXITSTATUS(status[p]) == 0)
         << "writer process " << p << " failed: store() or write_file_atomically() threw "
