@@ -43,7 +43,8 @@ constexpr float kEps = 1e-6f;
 constexpr int kColdHidden = 4096;
 const d13::RmsNormConfig kColdConfig{256, 8};
 
-// One cache folder for this process, emptied at first use.
+// One cache folder for this process, emptied at first use and removed at exit (the CUBINs of the
+// loaded modules are no longer needed by then).
 const std::string& bench_cache_dir() {
   static const std::string dir = [] {
     const std::string d =
@@ -52,6 +53,13 @@ const std::string& bench_cache_dir() {
     d13::DiskCache(d).clear();
     return d;
   }();
+  static const struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      std::error_code error;
+      std::filesystem::remove_all(path, error);
+    }
+  } cleanup{dir};
   return dir;
 }
 
