@@ -65,10 +65,10 @@ __global__ void __launch_bounds__(kRopeThreads)
 }
 
 // ------------------------------------------------------------------------------------------
-// Exercise 2 — blockIdx.x is the token, the y-blocks' threads walk its intermediate columns: VEC =
-// 8 reads 16 bytes of gate and 16 of up per thread (when every row is 16-byte aligned), VEC = 1 one
-// element at a time otherwise. One read of gate_up, one write of out: the unfused chain
-// (silu to a temporary, then a multiply) moves twice the bytes (lesson §4).
+// Exercise 2 — block (t, y) serves token t: the threads of its y-blocks walk the token's
+// intermediate columns, VEC at a time. VEC = 8 moves 16 bytes of gate and of up per thread (when
+// every row is 16-byte aligned), VEC = 1 one element otherwise. One read of gate_up, one write of
+// out: the unfused chain (SiLU to a temporary, then a multiply) moves twice the bytes (lesson §4).
 template <int VEC>
 __global__ void __launch_bounds__(kSiluThreads)
     silu_and_mul_kernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out,
