@@ -17,7 +17,8 @@
 # Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
 #              BENCH_ROWS=grade (each day's GRADE_BENCHMARKS rows where no filter is given),
 #              MUTANTS (the mutants step's bugs: correctness (default), performance, all, or ids),
-#              SANITIZE_SECONDS (the time limit of each checker run; default 300).
+#              SANITIZE_SECONDS (the time limit of each checker run; default 300),
+#              SANITIZE_JOBS (checker runs at once; default 1).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -213,18 +214,26 @@ if want sanitize; then
   # SOLUTION, which must be clean for a student's run to mean anything. The
   # large-index suites stay out (2^31 elements under a ~100x slowdown).
   rm -f "$out/sanitize-summary.txt"
+  # SANITIZE_JOBS runs that many (day, tool) checks at once: the checkers' cost is mostly the
+  # CPU's (instrumented code, a shadow of every access), and the GPU has room for several.
+  sanitize_one() {
+    local day=$1 tool=$2 start rc
+    start=$(date +%s)
+    "$bin/course" _sanitize --manifest "$bin/course_manifest.json" --day "$day" \
+      --variant solution --tool "$tool" --seconds "${SANITIZE_SECONDS:-300}" \
+      >"$out/sanitize-$day-$tool.log" 2>&1
+    rc=$?
+    echo "$tool $day: exit $rc ($(( $(date +%s) - start )) s): $(head -n 1 "$out/sanitize-$day-$tool.log")"
+    echo "$tool $day exit $rc" >>"$out/sanitize-summary.txt"
+  }
+  log "compute-sanitizer over the solutions ($days; ${SANITIZE_JOBS:-1} at a time)"
   for day in $days; do
     for tool in $(manifest_field '" ".join(lab["sanitizers"])' "$day"); do
-      log "compute-sanitizer --tool $tool $day (solution)"
-      start=$(date +%s)
-      "$bin/course" _sanitize --manifest "$bin/course_manifest.json" --day "$day" \
-        --variant solution --tool "$tool" --seconds "${SANITIZE_SECONDS:-300}" \
-        >"$out/sanitize-$day-$tool.log" 2>&1
-      rc=$?
-      echo "exit $rc ($(( $(date +%s) - start )) s): $(head -n 1 "$out/sanitize-$day-$tool.log")"
-      echo "$tool $day exit $rc" >>"$out/sanitize-summary.txt"
+      while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-1}" ]; do wait -n; done
+      sanitize_one "$day" "$tool" &
     done
   done
+  wait
 fi
 
 log "summary"
