@@ -103,6 +103,8 @@ def main():
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--json", default="layer.json", help="where to write the results")
+    p.add_argument("--trace", help="also write the course layer's stages, for the last shape, as a "
+                   "Chrome trace (open it in Perfetto or chrome://tracing)")
     args = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_layer.py needs a CUDA GPU")
@@ -142,7 +144,7 @@ def main():
 
         res.copy_(residual)
         cuda_course.decoder_layer(x, res, w, batch, seq_len, HEADS, KV_HEADS, EPS, THETA, out=out,
-                                  workspace=ws)
+                                  workspace=ws, trace_path=args.trace)
         want, want_res = torch_layer(x, residual, w, cos, sin, batch, seq_len)
         torch.cuda.synchronize()
         row["rel_diff_vs_eager"] = ((out.double() - want.double()).norm() /
@@ -167,7 +169,8 @@ def main():
     print(f"{'batch x len':>12} {'eager ms':>9} {'compile ms':>11} {'course ms':>10} "
           f"{'x eager':>8} {'x compile':>10} {'diff':>8}")
     for r in rows:
-        compile_ms = f"{r['compile_ms']:.3f}" if "compile_ms" in r else "failed"
+        compile_ms = (f"{r['compile_ms']:.3f}" if "compile_ms" in r else
+                      "failed" if "compile_error" in r else "skipped")
         vs_compile = f"{r['speedup_vs_compile']:.2f}" if "speedup_vs_compile" in r else "-"
         print(f"{r['batch']:>5} x {r['len']:<5} {r['eager_ms']:9.3f} {compile_ms:>11} "
               f"{r['course_ms']:10.3f} {r['speedup_vs_eager']:8.2f} {vs_compile:>10} "
