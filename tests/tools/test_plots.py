@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -577,17 +578,26 @@ class BadInputTest(PlotTestCase):
 
     def test_a_lesson_row_that_is_missing(self):
         measurements = os.path.join(self.tmp, "m")
-        os.makedirs(measurements)
-        for d in DAYS:
-            with open(os.path.join(MEASUREMENTS, f"bench-{d}-solution.json")) as f:
+        for d, source in L.SOURCES.items():  # Days 1-6, and Day 10 in its run's folder
+            with open(os.path.join(MEASUREMENTS, source)) as f:
                 doc = json.load(f)
             if d == "d04":
                 doc["benchmarks"] = [b for b in doc["benchmarks"]
                                      if not b["name"].startswith("BM_transpose_3_padded<half>")]
-            write_json(measurements, f"bench-{d}-solution.json", doc)
+            if d == "d10":
+                doc["benchmarks"] = [b for b in doc["benchmarks"]
+                                     if not b["name"].startswith("BM_gemm_5_warp_tile/")]
+            folder = os.path.join(measurements, os.path.dirname(source))
+            os.makedirs(folder, exist_ok=True)
+            write_json(folder, os.path.basename(source), doc)
         self.assertBadInput(["lessons", "--measurements", measurements, "--out", self.out],
                             "bench-d04-solution.json: no timed row named "
                             "BM_transpose_3_padded<half>/rows:8192/cols:8192")
+        shutil.copy(os.path.join(MEASUREMENTS, L.SOURCES["d04"]),
+                    os.path.join(measurements, L.SOURCES["d04"]))
+        self.assertBadInput(["lessons", "--measurements", measurements, "--out", self.out],
+                            "bench-d10-solution.json: no timed row named "
+                            "BM_gemm_5_warp_tile/M:4096/N:4096/K:4096")
 
 
 # ------------------------------------------------------------------------------- the lessons
@@ -610,6 +620,11 @@ class LessonFiguresTest(unittest.TestCase):
 
     def expected_stems(self):
         return sorted(s for stems in L.LESSON_FIGURES.values() for s in stems)
+
+    def committed_drawn(self):
+        """lessons/figures/ without the figures other programs draw."""
+        elsewhere = {s for stems in L.FIGURES_DRAWN_ELSEWHERE.values() for s in stems}
+        return sorted(n for n in os.listdir(FIGURES) if os.path.splitext(n)[0] not in elsewhere)
 
     def test_the_command_draws_every_lesson_figure(self):
         self.assertEqual(self.rc, 0, self.stderr)
@@ -635,7 +650,7 @@ class LessonFiguresTest(unittest.TestCase):
     def test_the_committed_figures_are_up_to_date(self):
         """Version-independent: the same files, the same texts, the same PNG sizes."""
         self.assertEqual(self.rc, 0, self.stderr)
-        committed = sorted(os.listdir(FIGURES))
+        committed = self.committed_drawn()
         self.assertEqual(committed, sorted(os.listdir(self.fresh)),
                          "lessons/figures/ is not what `course_plots.py lessons` draws: run it "
                          "and commit lessons/figures/")
@@ -655,13 +670,13 @@ class LessonFiguresTest(unittest.TestCase):
     def test_the_committed_svgs_are_byte_identical(self):
         """Exact, where the installed matplotlib is the one that drew the committed files."""
         self.assertEqual(self.rc, 0, self.stderr)
-        versions = {svg_creator(os.path.join(FIGURES, n)) for n in os.listdir(FIGURES)
+        versions = {svg_creator(os.path.join(FIGURES, n)) for n in self.committed_drawn()
                     if n.endswith(".svg")}
         if versions != {matplotlib.__version__}:
             self.skipTest(f"the committed SVGs were drawn by matplotlib "
                           f"{', '.join(sorted(versions))}, this is {matplotlib.__version__}: "
                           "their bytes differ between versions (the texts were compared)")
-        for name in sorted(os.listdir(FIGURES)):
+        for name in self.committed_drawn():
             if name.endswith(".svg"):
                 with self.subTest(figure=name):
                     with open(os.path.join(FIGURES, name), encoding="utf-8") as a, \
@@ -683,8 +698,18 @@ class LessonFiguresTest(unittest.TestCase):
                     self.assertIsNotNone(m, f"{lesson} has no image line for {stem}.svg")
                     caption = " ".join(m.group(1).split())  # the paragraph after the image
                     self.assertIn("`python3 tools/plots/course_plots.py lessons`", caption)
-                    self.assertIn(f"`docs/measurements/h100/bench-{day}-solution.json`",
-                                  caption)
+                    self.assertIn(f"`{L.source_path(day)}`", caption)
+                    cited.add(stem)
+        for day, stems in L.FIGURES_DRAWN_ELSEWHERE.items():  # cited, with their two files
+            lesson = next(f for f in os.listdir(LESSONS) if f.startswith(day + "_"))
+            with open(os.path.join(LESSONS, lesson), encoding="utf-8") as f:
+                text = f.read()
+            for stem in stems:
+                with self.subTest(figure=stem):
+                    self.assertRegex(text, r"(?m)^!\[[^\]]+\]\(figures/" + re.escape(stem) +
+                                     r"\.svg\)$", f"{lesson} has no image line for {stem}.svg")
+                    for ext in ("png", "svg"):
+                        self.assertTrue(os.path.isfile(os.path.join(FIGURES, f"{stem}.{ext}")))
                     cited.add(stem)
         on_disk = {os.path.splitext(n)[0] for n in os.listdir(FIGURES)}
         self.assertEqual(on_disk, cited, "a figure in lessons/figures/ that no lesson cites")

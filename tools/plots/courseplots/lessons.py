@@ -4,6 +4,8 @@ Each figure draws what a lesson's "Measured on the H100" section tabulates, from
 bench-dNN-solution.json the tables were copied from, row by row by benchmark name (a missing
 row is an InputError, not a gap in a figure). Numbers that are not measurements (a model, a
 target, a peak computed from the clock) are drawn dashed or dotted and say where they come from.
+Days 1-6 read docs/measurements/h100/bench-dNN-solution.json; a later day reads the file of the
+run it was measured in (SOURCES: Day 10, docs/measurements/h100/2026-11-25/days09-14/).
 
     python3 tools/plots/course_plots.py lessons [--measurements DIR] [--out DIR]
 """
@@ -13,22 +15,29 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, PercentFormatter
 
 from . import figures as F
 from . import style as S
 from .data import BenchFile, BenchRow, InputError, load_bench
 
-DAYS = ("d01", "d02", "d03", "d04", "d05", "d06")
-FLOAT, HALF, BF16 = "float32", "float16", "bfloat16"
-DTYPE_COLORS = {FLOAT: "#0072B2", HALF: "#E69F00", BF16: "#009E73"}
+DAYS = ("d01", "d02", "d03", "d04", "d05", "d06")  # also the roofline's
+LATER_DAYS = ("d10",)  # a figure each, from the run of their SOURCES entry
+FLOAT, HALF, BF16, FP8 = "float32", "float16", "bfloat16", "fp8 e4m3"
+DTYPE_COLORS = {FLOAT: "#0072B2", HALF: "#E69F00", BF16: "#009E73", FP8: "#CC79A7"}
 MODEL_COLOR = "#7F3C8D"
 TARGET_COLOR = "#2E7D32"
 KEY_EDGE = "black"
 
 
+# Each day's benchmark file, relative to the measurements folder (docs/measurements/h100).
+SOURCES: Dict[str, str] = {day: f"bench-{day}-solution.json" for day in DAYS}
+SOURCES["d10"] = "2026-11-25/days09-14/bench-d10-solution.json"
+
+
 def source_path(day: str) -> str:
-    return f"docs/measurements/h100/bench-{day}-solution.json"
+    return f"docs/measurements/h100/{SOURCES[day]}"
 
 
 def _source_note(fig, bench: BenchFile, day: str, extra: str = "") -> None:
@@ -563,9 +572,89 @@ def day6(b: BenchFile, out: str) -> List[str]:
     return paths
 
 
+# ------------------------------------------------------------------------------- Day 10
+
+# (step label, benchmark name, dtype, the issue's target in % of the vendor or None). The
+# steps at 4096^3, then steps 7 and 8 at 8192^3 too.
+GEMM_STEPS = [
+    ("1 naive", "BM_gemm_1_naive/M:4096/N:4096/K:4096", FLOAT, None),
+    ("2 smem", "BM_gemm_2_smem/M:4096/N:4096/K:4096", FLOAT, None),
+    ("3 register\ntile", "BM_gemm_3_register_tile/M:4096/N:4096/K:4096", FLOAT, None),
+    ("4 vectorized", "BM_gemm_4_vectorized/M:4096/N:4096/K:4096", FLOAT, None),
+    ("5 warp tile", "BM_gemm_5_warp_tile/M:4096/N:4096/K:4096", FLOAT, 85.0),
+    ("6 mma\nB [N, K]", "BM_gemm_6_mma/M:4096/N:4096/K:4096/b_col_major:1", BF16, 55.0),
+    ("6 mma\nB [K, N]", "BM_gemm_6_mma/M:4096/N:4096/K:4096/b_col_major:0", BF16, None),
+    ("7 wgmma", "BM_gemm_7_wgmma/M:4096/N:4096/K:4096", BF16, None),
+    ("7 wgmma\n8192³", "BM_gemm_7_wgmma/M:8192/N:8192/K:8192", BF16, 80.0),
+    ("8 fp8", "BM_gemm_8_fp8/M:4096/N:4096/K:4096", FP8, None),
+    ("8 fp8\n8192³", "BM_gemm_8_fp8/M:8192/N:8192/K:8192", FP8, 70.0),
+]
+VENDOR_COLOR = "#999999"
+
+
+def vendor_tflops(r: BenchRow) -> float:
+    """The vendor's TFLOP/s on the row's shape: %vendor = 100 x the vendor's median / ours, and
+    the flops are the same, so the vendor's rate is ours x 100 / %vendor."""
+    share = r.counters.get("%vendor")
+    if not share or r.tflops is None:
+        raise InputError(f"{r.name.full}: no %vendor or no TFLOP/s counter")
+    return r.tflops * 100.0 / share
+
+
+def day10(b: BenchFile, out: str) -> List[str]:
+    rows = [b.row(name) for _, name, _, _ in GEMM_STEPS]
+    ours = [r.tflops for r in rows]
+    vendor = [vendor_tflops(r) for r in rows]
+    xs = list(range(len(rows)))
+    width = 0.4
+    with S.style():
+        fig = S.new_figure(10.5, 4.8)
+        ax = fig.add_subplot()
+        ax.set_yscale("log")
+        colors = [DTYPE_COLORS[dtype] for _, _, dtype, _ in GEMM_STEPS]
+        ax.bar([x - width / 2 for x in xs], ours, width=width * 0.92, color=colors, zorder=3,
+               edgecolor=[KEY_EDGE if r.key else c for r, c in zip(rows, colors)],
+               linewidth=[1.4 if r.key else 0 for r in rows])
+        ax.bar([x + width / 2 for x in xs], vendor, width=width * 0.92, color=VENDOR_COLOR,
+               zorder=3)
+        def fmt(v: float) -> str:
+            return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+        _value_labels(ax, [x - width / 2 for x in xs], ours, fmt, fontsize=6.5)
+        _value_labels(ax, [x + width / 2 for x in xs], vendor, fmt, fontsize=6.5)
+        for x, r, (_, _, _, target) in zip(xs, rows, GEMM_STEPS):
+            share = r.counters["%vendor"]
+            text = f"{share:.1f}%"
+            color = "#333333"
+            if target is not None:
+                met = share >= target
+                text += f"\ntarget ≥ {target:.0f}%:\n{'met' if met else 'missed'}"
+                color = TARGET_COLOR if met else "#C0392B"
+            ax.annotate(text, xy=(x, 9000.0), ha="center", va="top", fontsize=6.8, color=color)
+        for x in (4.5, 8.5):  # float32 | bfloat16 | fp8
+            ax.axvline(x, color="#CCCCCC", linewidth=0.8)
+        ax.set_ylim(1.0, 10000.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        ax.set_ylabel("TFLOP/s (log scale), flops = 2·M·N·K")
+        ax.set_xticks(xs)
+        ax.set_xticklabels([label for label, _, _, _ in GEMM_STEPS])
+        ax.tick_params(axis="x", labelsize=7.5)
+        ax.grid(axis="x", visible=False)
+        handles = [Patch(color=DTYPE_COLORS[t], label=f"ours, {t}") for t in (FLOAT, BF16, FP8)]
+        handles.append(Patch(color=VENDOR_COLOR, label="cuBLAS (SGEMM, bf16 GemmEx, cuBLASLt "
+                             "FP8), same shape and process:\nours × 100 / %vendor"))
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.86), fontsize=7,
+                  framealpha=0.92)
+        _title(ax, "Day 10's steps next to cuBLAS, 4096³ unless marked; above: %vendor "
+               "(100 × cuBLAS's time / ours) and the issue's targets (§10)")
+        _source_note(fig, b, "d10", "Ringed: the day's key row")
+        return S.save(fig, out, "d10_steps")
+
+
 # ------------------------------------------------------------------------------- all of them
 
-DRAWERS = {"d01": day1, "d02": day2, "d03": day3, "d04": day4, "d05": day5, "d06": day6}
+DRAWERS = {"d01": day1, "d02": day2, "d03": day3, "d04": day4, "d05": day5, "d06": day6,
+           "d10": day10}
 
 # Which figure goes with which lesson (the tests check that each lesson cites its figures).
 LESSON_FIGURES: Dict[str, List[str]] = {
@@ -575,6 +664,13 @@ LESSON_FIGURES: Dict[str, List[str]] = {
     "d04": ["d04_transpose_dtypes", "d04_transpose_shapes"],
     "d05": ["d05_softmax", "d05_compaction"],
     "d06": ["d06_rmsnorm_hidden", "d06_kernels"],
+    "d10": ["d10_steps"],
+}
+
+# Figures in lessons/figures/ that other programs draw (not this command): the tests check that
+# their lesson cites them, not what they show.
+FIGURES_DRAWN_ELSEWHERE: Dict[str, Dict[str, str]] = {
+    "d14": {"d14_trace_timeline": "python/plot_trace.py", "d14_layer": "python/plot_layer.py"},
 }
 
 
@@ -583,14 +679,14 @@ def draw_lessons(measurements: str, out: str) -> List[str]:
     if not os.path.isdir(measurements):
         raise InputError(f"--measurements {measurements}: not a folder")
     files = []
-    for day in DAYS:
-        path = os.path.join(measurements, f"bench-{day}-solution.json")
+    for day in DAYS + LATER_DAYS:
+        path = os.path.join(measurements, *SOURCES[day].split("/"))
         f = load_bench(path)
         if f.ceiling_gbs is None:
             raise InputError(f"{path}: no context.copy_ceiling_GBps")
         files.append(f)
     paths = []
-    for day, f in zip(DAYS, files):
+    for day, f in zip(DAYS + LATER_DAYS, files):
         paths += DRAWERS[day](f, out)
-    paths += roofline_all(files, out)
+    paths += roofline_all(files[:len(DAYS)], out)
     return paths
