@@ -118,8 +118,9 @@ def parser() -> argparse.ArgumentParser:
                         "the H100' section tabulates, and one roofline of all six days, from "
                         "the bench-dNN-solution.json files.")
     ls.add_argument("--measurements", default=DEFAULT_MEASUREMENTS, metavar="DIR",
-                    help="folder of bench-d01-solution.json .. bench-d06-solution.json "
-                    "(default: docs/measurements/h100)")
+                    help="the measurements folder: bench-d01-solution.json .. "
+                    "bench-d06-solution.json, and the later days' runs at the paths "
+                    "courseplots.lessons.SOURCES gives (default: docs/measurements/h100)")
     ls.add_argument("--out", default=DEFAULT_LESSON_FIGURES, metavar="DIR",
                     help="folder for the figures (default: lessons/figures)")
     return p
