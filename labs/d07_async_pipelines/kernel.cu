@@ -14,6 +14,7 @@
 
 #include "course/check.h"
 #include "course/device.h"
+#include "course/mbarrier.cuh"
 #include "course/vec.cuh"
 #include "course/warp.cuh"
 #include "lab.h"
@@ -237,70 +238,28 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
 
 // ---------------------------------------------------------------------------------------------
 // Exercises 5 and 6 — Hopper: bulk copies that complete on an mbarrier (lesson §6).
-// Given: the mbarrier and bulk-copy instructions as small functions, and the bounded wait.
+// Given: the mbarrier and bulk-copy instructions as small functions, and the bounded wait
+// (course/mbarrier.cuh holds the ones Days 10 and 12 use too).
 // An mbarrier's phase completes when its pending arrivals reach 0 AND its transaction count
 // (bytes announced with expect_tx, minus bytes the copies have delivered) reaches 0. Waiting on
 // a phase that never completes would hang the kernel, so every wait here gives up after
 // kMbarrierTimeoutNs of %globaltimer, records what it expected and lets the block return; the
 // launcher's check_mbarrier_timeouts() turns that into an error with a message.
-struct MbarrierTimeout {
-  int count;           // waits that gave up since the last check
-  int block;           // the first one's block
-  long long expected;  // ... and the transaction bytes its stage expected
-};
-__device__ MbarrierTimeout g_mbarrier_timeout;
+__device__ course::MbarrierTimeout g_mbarrier_timeout;
 
-__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
+using course::smem_address;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, int arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals)
-               : "memory");
-}
-// The barrier inits must be visible to the async proxy (the copy engine) before a copy
-// completes on them.
-__device__ __forceinline__ void fence_barrier_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-// One arrival, and `bytes` more transaction bytes to wait for in the current phase.
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
-               "r"(bytes)
-               : "memory");
-}
-// True once the phase with this parity has completed (try_wait may itself wait a little).
-__device__ __forceinline__ bool mbarrier_try_wait_parity(std::uint64_t* bar, std::uint32_t parity) {
-  std::uint32_t done;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      " selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_address(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ std::uint64_t global_timer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-  return t;
-}
+using course::fence_barrier_init;
+using course::mbarrier_arrive_expect_tx;
+using course::mbarrier_init;
+using course::tma_load_2d;
 // Waits for the phase `parity` of *bar for at most kMbarrierTimeoutNs; false when it gave up
 // (then the failure is recorded with the bytes the stage expected).
 __device__ bool mbarrier_wait_bounded(std::uint64_t* bar, std::uint32_t parity,
                                       long long expected_bytes) {
-  const std::uint64_t start = global_timer_ns();
-  while (!mbarrier_try_wait_parity(bar, parity)) {
-    if (global_timer_ns() - start > static_cast<std::uint64_t>(kMbarrierTimeoutNs)) {
-      if (atomicAdd(&g_mbarrier_timeout.count, 1) == 0) {
-        g_mbarrier_timeout.block = static_cast<int>(blockIdx.x);
-        g_mbarrier_timeout.expected = expected_bytes;
-      }
-      return false;
-    }
-  }
-  return true;
+  return course::mbarrier_wait_bounded<false, course::TimeoutBlock::kX>(
+      bar, parity, expected_bytes, g_mbarrier_timeout, kMbarrierTimeoutNs);
 }
 // 1-D bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to
 // shared memory by the copy engine; its bytes count toward *bar's transaction count.
@@ -310,15 +269,6 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* smem_dst, const void* 
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
           "r"(smem_address(smem_dst)),
       "l"(global_src), "r"(bytes), "r"(smem_address(bar))
-      : "memory");
-}
-// The box of a 2-D tensor map whose corner is (inner, outer) = (column, row), to shared memory.
-__device__ __forceinline__ void tma_load_2d(void* smem_dst, const CUtensorMap* map, int inner,
-                                            int outer, std::uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_address(smem_dst)),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(inner), "r"(outer), "r"(smem_address(bar))
       : "memory");
 }
 #endif
@@ -526,19 +476,7 @@ void launch_gemv_5(const CUtensorMap& w_map, const CUtensorMap& x_map, float* y,
   COURSE_LAUNCH_CHECK();
 }
 
-// The driver's cuTensorMapEncodeTiled, found through the runtime (nothing links libcuda).
-[[maybe_unused]] PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    COURSE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                                       cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-      throw std::runtime_error("cuTensorMapEncodeTiled: not found in the CUDA driver");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encode;
-}
+using course::tensor_map_encoder;  // cuTensorMapEncodeTiled, through the runtime
 
 // Exercise 6 — the tensor map of a row-major bfloat16 matrix [rows, cols] (lesson §6.4): 2-D,
 // dimensions innermost first (cols, rows), the row pitch in bytes, boxes of box_cols x box_rows
@@ -632,12 +570,8 @@ void gemv_5_tma(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, 
 }
 
 void check_mbarrier_timeouts() {
-  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  MbarrierTimeout timeout{};
-  COURSE_CUDA_CHECK(cudaMemcpyFromSymbol(&timeout, g_mbarrier_timeout, sizeof timeout));
+  const course::MbarrierTimeout timeout = course::take_mbarrier_timeouts(g_mbarrier_timeout);
   if (timeout.count == 0) return;
-  const MbarrierTimeout cleared{};
-  COURSE_CUDA_CHECK(cudaMemcpyToSymbol(g_mbarrier_timeout, &cleared, sizeof cleared));
   throw std::runtime_error("the mbarrier never completed (" + std::to_string(timeout.count) +
                            " waits gave up after 1 s, the first in block " +
                            std::to_string(timeout.block) + "): the expected transaction count (" +

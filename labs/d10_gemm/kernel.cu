@@ -21,18 +21,20 @@
 #include <string>
 
 #include "course/check.h"
+#include "course/cp_async.cuh"
 #include "course/device.h"
+#include "course/mbarrier.cuh"
 #include "course/vec.cuh"
 #include "lab.h"
 
 namespace d10 {
 
+using course::cp_async_16_zfill;  // Day 7
+using course::cp_async_commit;
+using course::cp_async_wait;
+using course::smem_address;
 using course::Vec;
 using Float4 = Vec<float, 4>;
-
-__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Step 1 — naive (lesson §2). Thread (x, y) of the grid computes C[m, n] with n along x, so a
@@ -209,19 +211,6 @@ static_assert(kMmaBK % 16 == 0 && kMmaTilesN % 2 == 0, "whole k16 steps, pairs o
 static_assert(kMmaKChunks == 8, "a K-major row is one 128-byte line: chunk ^ (row & 7)");
 static_assert(kMmaSmemBytes <= 163 * 1024, "the stages fit an A100's opt-in shared memory too");
 
-// 16 bytes global -> shared, asynchronously; zeros when !valid (src-size 0 reads nothing).
-__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
 // Four 8 x 8 matrices of 16-bit values; lane l gives the address of row l % 8 of matrix l / 8.
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -252,8 +241,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
                       bool c_vector_ok) {
   // TODO(d10.6) (lesson §7): the stages (kMmaStages x (kMmaAStage + kMmaBStage) bfloat16) in
   // dynamic shared memory. The block's tile from grouped_tile_of(blockIdx.x, ...). A stage is
-  // filled by cp_async_16 of every 16-byte chunk to its swizzled place (row * chunks_per_row +
-  // swizzle_chunk(row, chunk, chunks_per_row)) * 16, zeros past M, N or K (valid = false). The
+  // filled by cp_async_16_zfill of every 16-byte chunk to its swizzled place (row * chunks_per_row
+  // + swizzle_chunk(row, chunk, chunks_per_row)) * 16, zeros past M, N or K (valid = false). The
   // ring: kMmaStages - 1 tiles in flight, cp_async_wait<kMmaStages - 2>, __syncthreads, refill,
   // compute; commit a group every iteration. Compute: kMmaKSteps k16 steps per stage, each
   // ldmatrix_x4 of 4 A fragments and 4 x 2 B fragments (ldmatrix_x4_trans for a row-major B) and
@@ -317,68 +306,19 @@ __host__ __device__ constexpr WgmmaStage wgmma_stage_of(int element_bytes) {
 }
 
 // The bounded mbarrier wait (Day 7's), shared by the producer's and the consumers' waits.
-struct MbarrierTimeout {
-  int count;           // waits that gave up since the last check
-  int block;           // the first one's block
-  long long expected;  // ... and the transaction bytes its stage expected
-};
-__device__ MbarrierTimeout g_mbarrier_timeout;
+__device__ course::MbarrierTimeout g_mbarrier_timeout;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, int arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals)
-               : "memory");
-}
-__device__ __forceinline__ void fence_barrier_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
-               "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory");
-}
-__device__ __forceinline__ bool mbarrier_try_wait_parity(std::uint64_t* bar, std::uint32_t parity) {
-  std::uint32_t done;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      " selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_address(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ std::uint64_t global_timer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-  return t;
-}
+using course::fence_barrier_init;
+using course::mbarrier_arrive;
+using course::mbarrier_arrive_expect_tx;
+using course::mbarrier_init;
+using course::tma_load_2d;
 // Waits for the phase `parity` of *bar for at most kMbarrierTimeoutNs; false when it gave up.
 __device__ bool mbarrier_wait_bounded(std::uint64_t* bar, std::uint32_t parity,
                                       long long expected_bytes) {
-  if (mbarrier_try_wait_parity(bar, parity)) return true;
-  const std::uint64_t start = global_timer_ns();
-  while (!mbarrier_try_wait_parity(bar, parity)) {
-    if (global_timer_ns() - start > static_cast<std::uint64_t>(kMbarrierTimeoutNs)) {
-      if (atomicAdd(&g_mbarrier_timeout.count, 1) == 0) {
-        g_mbarrier_timeout.block = static_cast<int>(blockIdx.x);
-        g_mbarrier_timeout.expected = expected_bytes;
-      }
-      return false;
-    }
-  }
-  return true;
-}
-// The box of a 2-D tensor map whose corner is (inner, outer) = (k, row), to shared memory.
-__device__ __forceinline__ void tma_load_2d(void* smem_dst, const CUtensorMap* map, int inner,
-                                            int outer, std::uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_address(smem_dst)),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(inner), "r"(outer), "r"(smem_address(bar))
-      : "memory");
+  return course::mbarrier_wait_bounded<true, course::TimeoutBlock::kX>(
+      bar, parity, expected_bytes, g_mbarrier_timeout, kMbarrierTimeoutNs);
 }
 template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_dec() {
@@ -602,19 +542,7 @@ void allow_smem(Kernel kernel, std::size_t bytes) {
 
 std::int64_t tiles(std::int64_t n, int tile) { return (n + tile - 1) / tile; }
 
-// The driver's cuTensorMapEncodeTiled, found through the runtime (nothing links libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    COURSE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                                       cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-      throw std::runtime_error("cuTensorMapEncodeTiled: not found in the CUDA driver");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encode;
-}
+using course::tensor_map_encoder;  // cuTensorMapEncodeTiled, through the runtime
 
 // Steps 7-8 — the tensor map of a K-major operand [rows, K] (lesson §8.2): 2-D, innermost
 // dimension first (K, rows), the row pitch in bytes, boxes of one 128-byte swizzle row of K by
@@ -781,12 +709,8 @@ void gemm_8_fp8(const fp8_e4m3* A, const fp8_e4m3* B, bfloat16* C, std::int64_t 
 }
 
 void check_mbarrier_timeouts() {
-  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  MbarrierTimeout timeout{};
-  COURSE_CUDA_CHECK(cudaMemcpyFromSymbol(&timeout, g_mbarrier_timeout, sizeof timeout));
+  const course::MbarrierTimeout timeout = course::take_mbarrier_timeouts(g_mbarrier_timeout);
   if (timeout.count == 0) return;
-  const MbarrierTimeout cleared{};
-  COURSE_CUDA_CHECK(cudaMemcpyToSymbol(g_mbarrier_timeout, &cleared, sizeof cleared));
   throw std::runtime_error("an mbarrier wait never completed (" + std::to_string(timeout.count) +
                            " waits gave up after 1 s, the first in block " +
                            std::to_string(timeout.block) + "): the stage expected " +

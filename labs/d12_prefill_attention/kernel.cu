@@ -15,7 +15,9 @@
 #include <type_traits>
 
 #include "course/check.h"
+#include "course/cp_async.cuh"
 #include "course/device.h"
+#include "course/mbarrier.cuh"
 #include "course/vec.cuh"
 #include "lab.h"
 
@@ -77,28 +79,13 @@ __host__ __device__ inline int swizzle(int row, int chunk, int chunks_per_row) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Given: the PTX the kernel is built from (lesson §6).
-__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared (cp.async.cg: through L2 only). When !valid, 0 source bytes are read
-// and the 16 bytes are zero-filled: rows past the end of a sequence arrive as zeros, so that
-// nothing (in particular no NaN from stale memory multiplied by a zero probability) reaches the
-// products. `src` must still be a valid address.
-__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* src, bool valid) {
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem_dst)),
-               "l"(src), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
+// Given: the PTX the kernel is built from (lesson §6). cp.async comes from course/cp_async.cuh
+// (Day 7): cp_async_16_zfill zero-fills the rows past the end of a sequence, so that nothing (in
+// particular no NaN from stale memory multiplied by a zero probability) reaches the products.
+using course::cp_async_16_zfill;
+using course::cp_async_commit;
+using course::cp_async_wait;
+using course::smem_address;
 
 // Four 8x8 matrices of 16-bit elements from shared memory: lanes 8i .. 8i + 7 give the addresses
 // of the 8 rows (16 bytes each) of matrix i; lane l receives, of each matrix, row l / 4, elements
@@ -175,7 +162,7 @@ __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
     const int r = idx / kChunks, c = idx % kChunks;  // row of the tile, 16-byte chunk of the row
     const bool valid = r < rows_valid;
     const T* from = src + (valid ? r : 0) * row_stride + c * kChunkElems;
-    cp_async_16(tile_s + swizzle(r, c, kChunks) * kChunkElems, from, valid);
+    cp_async_16_zfill(tile_s + swizzle(r, c, kChunks) * kChunkElems, from, valid);
   }
 }
 
@@ -295,12 +282,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
 // Exercise 6 — Hopper (lesson §9). Given: the mbarrier, TMA and wgmma instructions as small
 // functions, and the bounded wait of Day 7 (a phase that never completes makes the kernel record
 // it and return; check_mbarrier_timeouts() turns that into an error with a message).
-struct MbarrierTimeout {
-  int count;           // waits that gave up since the last check
-  int block;           // the first one's block (linear index)
-  long long expected;  // ... and the transaction bytes its barrier expected (0: an empty barrier)
-};
-__device__ MbarrierTimeout g_mbarrier_timeout;
+__device__ course::MbarrierTimeout g_mbarrier_timeout;
 
 // Exercise 6a — the 64-bit wgmma matrix descriptor of a tile in shared memory, 128-byte swizzle
 // (PTX ISA "Matrix Descriptor Format"): bits 0-13 the start address, 16-29 the leading byte
@@ -315,52 +297,15 @@ __host__ __device__ inline std::uint64_t descriptor_bits(std::uint32_t address, 
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, int arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals)
-               : "memory");
-}
-// The barrier inits must be visible to the async proxy (the TMA) before a copy completes on them.
-__device__ __forceinline__ void fence_barrier_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
-               "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory");
-}
-__device__ __forceinline__ bool mbarrier_try_wait_parity(std::uint64_t* bar, std::uint32_t parity) {
-  std::uint32_t done;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      " selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_address(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ std::uint64_t global_timer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-  return t;
-}
+using course::fence_barrier_init;
+using course::mbarrier_arrive;
+using course::mbarrier_arrive_expect_tx;
+using course::mbarrier_init;
 // Waits for the phase `parity` of *bar for at most kMbarrierTimeoutNs; false when it gave up.
 __device__ bool mbarrier_wait_bounded(std::uint64_t* bar, std::uint32_t parity,
                                       long long expected_bytes) {
-  const std::uint64_t start = global_timer_ns();
-  while (!mbarrier_try_wait_parity(bar, parity)) {
-    if (global_timer_ns() - start > static_cast<std::uint64_t>(kMbarrierTimeoutNs)) {
-      if (atomicAdd(&g_mbarrier_timeout.count, 1) == 0) {
-        g_mbarrier_timeout.block =
-            static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-        g_mbarrier_timeout.expected = expected_bytes;
-      }
-      return false;
-    }
-  }
-  return true;
+  return course::mbarrier_wait_bounded<false, course::TimeoutBlock::kLinear>(
+      bar, parity, expected_bytes, g_mbarrier_timeout, kMbarrierTimeoutNs);
 }
 // The box of a 3-D tensor map at (c0, c1, c2) = (column, head, row) to shared memory; its bytes
 // count toward *bar's transaction count.
@@ -643,19 +588,7 @@ void require_hopper(const char* who) {
                       std::to_string(facts.cc_minor));
 }
 
-// The driver's cuTensorMapEncodeTiled, found through the runtime (nothing links libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    COURSE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                                       cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-      throw std::runtime_error("cuTensorMapEncodeTiled: not found in the CUDA driver");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encode;
-}
+using course::tensor_map_encoder;  // cuTensorMapEncodeTiled, through the runtime
 
 // The tensor map of a packed [rows, heads, 128] tensor of 16-bit values: 3-D, innermost first
 // (128 columns, heads, rows), boxes of kBoxCols x 1 x kBlockM (one head's 64 columns of 128 rows:
@@ -711,12 +644,8 @@ void prefill_2_wgmma(const PrefillArgs<bfloat16>& args) { prefill_2(args); }
 void prefill_2_wgmma(const PrefillArgs<half>& args) { prefill_2(args); }
 
 void check_mbarrier_timeouts() {
-  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  MbarrierTimeout timeout{};
-  COURSE_CUDA_CHECK(cudaMemcpyFromSymbol(&timeout, g_mbarrier_timeout, sizeof timeout));
+  const course::MbarrierTimeout timeout = course::take_mbarrier_timeouts(g_mbarrier_timeout);
   if (timeout.count == 0) return;
-  const MbarrierTimeout cleared{};
-  COURSE_CUDA_CHECK(cudaMemcpyToSymbol(g_mbarrier_timeout, &cleared, sizeof cleared));
   throw std::runtime_error("an mbarrier never completed (" + std::to_string(timeout.count) +
                            " waits gave up after 1 s, the first in block " +
                            std::to_string(timeout.block) + ", expecting " +

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "course/check.h"
+#include "course/cp_async.cuh"
 #include "course/device.h"
 #include "course/vec.cuh"
 #include "course/warp.cuh"
@@ -22,6 +23,9 @@
 
 namespace d11 {
 
+using course::cp_async_16_zfill;  // Day 7
+using course::cp_async_commit;
+using course::cp_async_wait;
 using course::kFullMask;
 using course::kWarpSize;
 using course::to_float;
@@ -115,26 +119,6 @@ __host__ __device__ inline SplitRange split_range_of(std::int64_t len, int num_s
   r.begin = split * chunk < len ? split * chunk : len;
   r.end = r.begin + chunk < len ? r.begin + chunk : len;
   return r;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Given: cp.async (Day 7). cp_async_16_zfill copies 16 bytes, or, when `valid` is false, reads
-// nothing and writes 16 zero bytes (src-size 0): the rows of a tile past the end of the
-// sequence are zeros, never stale data or NaN, so the masked tokens contribute exactly 0.
-__device__ __forceinline__ void cp_async_16_zfill(void* smem_dst, const void* global_src,
-                                                  bool valid) {
-  const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_dst));
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global_src),
-               "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // ---------------------------------------------------------------------------------------------
