@@ -9,20 +9,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 
 #include "course/check.h"
+#include "course/cublas.h"
 #include "lab.h"
 
 namespace d07 {
-
-namespace {
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("gemv_0_cublas: ") + what + " failed with status " +
-                             std::to_string(static_cast<int>(status)));
-}
-}  // namespace
 
 void gemv_0_cublas(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
                    int batch) {
@@ -30,17 +22,13 @@ void gemv_0_cublas(const bfloat16* W, const bfloat16* x, float* y, std::int64_t 
   course::require(N < (std::int64_t{1} << 31) && K < (std::int64_t{1} << 31),
                   "gemv_0_cublas: N and K must be below 2^31");
   if (N == 0) return;
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    check_cublas(cublasCreate(&h), "cublasCreate");
-    return h;
-  }();
+  const cublasHandle_t handle = course::cublas_handle();
   const float alpha = 1.0f, beta = 0.0f;
   const int n = static_cast<int>(N), k = static_cast<int>(K);
-  check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, batch, k, &alpha, W, CUDA_R_16BF,
-                            k, x, CUDA_R_16BF, k, &beta, y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx");
+  course::check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, batch, k, &alpha, W,
+                                    CUDA_R_16BF, k, x, CUDA_R_16BF, k, &beta, y, CUDA_R_32F, n,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                       "cublasGemmEx", "gemv_0_cublas");
 }
 
 }  // namespace d07

@@ -10,21 +10,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 #include "course/check.h"
+#include "course/cublas.h"
 #include "lab.h"
 
 namespace d09 {
-
-namespace {
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("gemm_0_cublas: ") + what + " failed with status " +
-                             std::to_string(static_cast<int>(status)));
-}
-}  // namespace
 
 void gemm_0_cublas(const bfloat16* A, const bfloat16* B, float* C, std::int64_t M, std::int64_t N,
                    std::int64_t K) {
@@ -33,18 +24,14 @@ void gemm_0_cublas(const bfloat16* A, const bfloat16* B, float* C, std::int64_t 
       M < (std::int64_t{1} << 31) && N < (std::int64_t{1} << 31) && K < (std::int64_t{1} << 31),
       "gemm_0_cublas: M, N and K must be below 2^31");
   if (M == 0 || N == 0) return;
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    check_cublas(cublasCreate(&h), "cublasCreate");
-    return h;
-  }();
+  const cublasHandle_t handle = course::cublas_handle();
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   // C^T [N, M] = op(B) [N, K] * A^T [K, M], all column-major.
-  check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_16BF, k, A,
-                            CUDA_R_16BF, k, &beta, C, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx");
+  course::check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, B,
+                                    CUDA_R_16BF, k, A, CUDA_R_16BF, k, &beta, C, CUDA_R_32F, n,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                       "cublasGemmEx", "gemm_0_cublas");
 }
 
 }  // namespace d09

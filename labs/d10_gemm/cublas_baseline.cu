@@ -19,29 +19,15 @@
 
 #include "course/buffer.h"
 #include "course/check.h"
+#include "course/cublas.h"
 #include "lab.h"
 
 namespace d10 {
 
+using course::check_cublas;
+using course::cublas_handle;  // the default math mode: float32 GEMMs never run as TF32
+
 namespace {
-
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuBLAS: ") + what + " failed with status " +
-                             std::to_string(static_cast<int>(status)));
-}
-
-cublasHandle_t cublas_handle() {
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    check_cublas(cublasCreate(&h), "cublasCreate");
-    // NOTE: the default math mode: float32 GEMMs run as float32 FMAs, never as TF32 (which
-    // would be a different, less accurate, product than steps 1-5 compute).
-    check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    return h;
-  }();
-  return handle;
-}
 
 void check_shape(const char* who, std::int64_t M, std::int64_t N, std::int64_t K) {
   course::require(M >= 0 && N >= 0 && K >= 0, std::string(who) + ": sizes must be >= 0");

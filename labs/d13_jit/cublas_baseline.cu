@@ -9,21 +9,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 #include "course/check.h"
+#include "course/cublas.h"
 #include "lab.h"
 
 namespace d13 {
-
-namespace {
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("gemm_0_cublas: ") + what + " failed with status " +
-                             std::to_string(static_cast<int>(status)));
-}
-}  // namespace
 
 void gemm_0_cublas(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
                    std::int64_t K) {
@@ -32,16 +23,12 @@ void gemm_0_cublas(const float* A, const float* B, float* C, std::int64_t M, std
       M < (std::int64_t{1} << 31) && N < (std::int64_t{1} << 31) && K < (std::int64_t{1} << 31),
       "gemm_0_cublas: M, N and K must be below 2^31");
   if (M == 0 || N == 0) return;
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    check_cublas(cublasCreate(&h), "cublasCreate");
-    return h;
-  }();
+  const cublasHandle_t handle = course::cublas_handle();
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
-  check_cublas(
+  course::check_cublas(
       cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k, &beta, C, n),
-      "cublasSgemm");
+      "cublasSgemm", "gemm_0_cublas");
 }
 
 }  // namespace d13
