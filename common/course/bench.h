@@ -151,6 +151,21 @@ void measure(benchmark::State& state, const std::function<void()>& work, Traffic
 void measure_host(benchmark::State& state, const std::function<void()>& call, int calls,
                   const std::function<void()>& between = {});
 
+// The median time of `vendor_work` (a vendor baseline: cuBLAS, cuBLASLt), in microseconds,
+// timed once per `shape_key` and process (first used on Day 9): one untimed warm-up call (the
+// library picks its kernel and loads it), then `samples` calls, each bracketed by a
+// BracketedTimer, on the buffers of the row that asks first (the same shape and kind of data).
+// The key names everything the time depends on ("fp32/4096x4096x4096"). 0 when the vendor
+// refused the shape (it threw): then the row gets no %vendor.
+double vendor_median_us(const std::string& shape_key, const std::function<void()>& vendor_work,
+                        int samples);
+
+// After measure(): the counter %vendor = 100 * the vendor's median (vendor_median_us) / this
+// row's median_us, so that 100 is the vendor's speed and more is faster than the vendor. No
+// counter when either time is 0 (the row failed, or the vendor refused the shape).
+void report_vendor_ratio(benchmark::State& state, const std::string& shape_key,
+                         const std::function<void()>& vendor_work, int samples);
+
 // Mark the benchmark whose figure is the day's headline (the GPU check script's table).
 inline void mark_key(benchmark::State& state) { state.counters["key"] = 1; }
 

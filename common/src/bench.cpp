@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <map>
 #include <utility>
 
 #include "course/check.h"
@@ -217,6 +219,32 @@ bool verified(benchmark::State& state, const Comparison& check) {
   state.SkipWithError(
       ("output does not match the reference, not timed: " + first_line(check.message)).c_str());
   return false;
+}
+
+double vendor_median_us(const std::string& shape_key, const std::function<void()>& vendor_work,
+                        int samples) {
+  static std::map<std::string, double> medians;
+  const auto found = medians.find(shape_key);
+  if (found != medians.end()) return found->second;
+  double median = 0.0;
+  try {
+    BracketedTimer timer;
+    vendor_work();  // warm-up: the library picks its kernel and loads it
+    std::vector<double> times;
+    for (int i = 0; i < samples; ++i) times.push_back(timer.time(vendor_work) * 1e6);
+    median = percentile(times, 0.5);
+  } catch (const std::exception&) {
+    median = 0.0;
+  }
+  medians[shape_key] = median;
+  return median;
+}
+
+void report_vendor_ratio(benchmark::State& state, const std::string& shape_key,
+                         const std::function<void()>& vendor_work, int samples) {
+  const double vendor_us = vendor_median_us(shape_key, vendor_work, samples);
+  const double ours = state.counters["median_us"];
+  if (ours > 0 && vendor_us > 0) state.counters["%vendor"] = 100.0 * vendor_us / ours;
 }
 
 }  // namespace course::bench

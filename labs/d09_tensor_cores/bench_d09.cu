@@ -15,9 +15,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "course/bench.h"
@@ -44,24 +42,6 @@ double bf16_to_double(bfloat16 v) { return course::to_double(v); }
 
 using Gemm = std::function<void(const bfloat16*, const bfloat16*, float*, std::int64_t,
                                 std::int64_t, std::int64_t)>;
-
-// cuBLAS's median time on this shape, in microseconds: timed once per shape and process, on the
-// buffers of the row that asks first (same shape, same kind of data).
-double vendor_median_us(const bfloat16* A, const bfloat16* B, float* C, std::int64_t M,
-                        std::int64_t N, std::int64_t K) {
-  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> cache;
-  const auto key = std::make_tuple(M, N, K);
-  const auto found = cache.find(key);
-  if (found != cache.end()) return found->second;
-  course::bench::BracketedTimer timer;
-  const auto run = [&] { d09::gemm_0_cublas(A, B, C, M, N, K); };
-  run();  // warm-up: cuBLAS picks its kernel and loads it
-  std::vector<double> samples;
-  for (int i = 0; i < kVendorSamples; ++i) samples.push_back(timer.time(run) * 1e6);
-  const double median = course::bench::percentile(samples, 0.5);
-  cache[key] = median;
-  return median;
-}
 
 // range(0) = M, range(1) = N, range(2) = K.
 void bench_gemm(benchmark::State& state, const Gemm& gemm, bool vendor, bool key) {
@@ -101,9 +81,9 @@ void bench_gemm(benchmark::State& state, const Gemm& gemm, bool vendor, bool key
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   course::bench::measure(state, run, {bytes, flops}, {poison, check});
   if (vendor) {
-    const double ours = state.counters["median_us"];
-    const double theirs = vendor_median_us(dA.data(), dB.data(), dC.data(), M, N, K);
-    if (ours > 0) state.counters["%vendor"] = 100.0 * theirs / ours;
+    course::bench::report_vendor_ratio(
+        state, std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K),
+        [&] { d09::gemm_0_cublas(dA.data(), dB.data(), dC.data(), M, N, K); }, kVendorSamples);
   }
   if (key) course::bench::mark_key(state);
 }

@@ -15,9 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "course/bench.h"
@@ -51,32 +49,9 @@ bool is_hopper() {
   return f.cc_major == 9 && f.cc_minor == 0;
 }
 
-// The vendor's median time on this shape, in microseconds: timed once per (kind, shape) and
-// process, on the buffers of the row that asks first (same shape, same kind of data). 0 when
-// the vendor refused the shape (then the row has no %vendor).
-double vendor_median_us(const std::string& kind, std::int64_t M, std::int64_t N, std::int64_t K,
-                        const std::function<void()>& run) {
-  static std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, double> cache;
-  const auto key = std::make_tuple(kind, M, N, K);
-  const auto found = cache.find(key);
-  if (found != cache.end()) return found->second;
-  double median = 0.0;
-  try {
-    course::bench::BracketedTimer timer;
-    run();  // warm-up: the library picks its kernel and loads it
-    std::vector<double> samples;
-    for (int i = 0; i < kVendorSamples; ++i) samples.push_back(timer.time(run) * 1e6);
-    median = course::bench::percentile(samples, 0.5);
-  } catch (const std::exception&) {
-    median = 0.0;
-  }
-  cache[key] = median;
-  return median;
-}
-
-void set_vendor_share(benchmark::State& state, double vendor_us) {
-  const double ours = state.counters["median_us"];
-  if (ours > 0 && vendor_us > 0) state.counters["%vendor"] = 100.0 * vendor_us / ours;
+// The key of the vendor's median (course::bench::vendor_median_us): the kind and the shape.
+std::string vendor_key(const std::string& kind, std::int64_t M, std::int64_t N, std::int64_t K) {
+  return kind + "/" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
 }
 
 double gemm_flops(std::int64_t M, std::int64_t N, std::int64_t K) {
@@ -88,11 +63,12 @@ double gemm_bytes(std::int64_t M, std::int64_t N, std::int64_t K, double in_byte
          out_bytes * static_cast<double>(M) * N;
 }
 
-// Checks once, times with a re-check, adds %vendor. `run` enqueues the work; `check` compares.
+// Checks once, times with a re-check, adds %vendor (unless `vendor` is empty: a vendor row).
+// `run` enqueues the work; `check` compares; `vendor` runs the vendor on the same shape.
 template <class Out>
 void time_checked(benchmark::State& state, const std::function<void()>& run, DeviceBuffer<Out>& C,
                   const std::function<course::Comparison()>& check, course::bench::Traffic traffic,
-                  const std::function<double()>& vendor, bool key) {
+                  const std::string& vendor_shape, const std::function<void()>& vendor, bool key) {
   const auto poison = [&] { C.poison(); };
   poison();
   try {
@@ -103,7 +79,7 @@ void time_checked(benchmark::State& state, const std::function<void()>& run, Dev
     return;
   }
   course::bench::measure(state, run, traffic, {poison, check});
-  if (vendor) set_vendor_share(state, vendor());
+  if (vendor) course::bench::report_vendor_ratio(state, vendor_shape, vendor, kVendorSamples);
   if (key) course::bench::mark_key(state);
 }
 
@@ -132,15 +108,11 @@ void bench_fp32(benchmark::State& state, Fp32Gemm gemm, bool vendor_row) {
         },
         options, kCheckedOutputs);
   };
-  std::function<double()> vendor;
+  std::function<void()> vendor;
   if (!vendor_row)
-    vendor = [&] {
-      return vendor_median_us("fp32", M, N, K, [&] {
-        d10::gemm_0_cublas_fp32(dA.data(), dB.data(), dC.data(), M, N, K);
-      });
-    };
+    vendor = [&] { d10::gemm_0_cublas_fp32(dA.data(), dB.data(), dC.data(), M, N, K); };
   time_checked<float>(state, run, dC, check, {gemm_bytes(M, N, K, 4, 4), gemm_flops(M, N, K)},
-                      vendor, false);
+                      vendor_key("fp32", M, N, K), vendor, false);
 }
 
 // Square 1024-4096, the skinny shapes of decoding (M = 1, 16, 128), one shape of no tile
@@ -214,16 +186,12 @@ void bench_bf16(benchmark::State& state, const Bf16Gemm& gemm, d10::BLayout layo
         },
         options, kCheckedOutputs);
   };
-  std::function<double()> vendor;
+  std::function<void()> vendor;
   if (!vendor_row)
-    vendor = [&] {
-      const std::string kind = layout == d10::BLayout::kRowMajor ? "bf16_nn" : "bf16_tn";
-      return vendor_median_us(kind, M, N, K, [&] {
-        d10::gemm_0_cublas_bf16(dA.data(), dB.data(), dC.data(), M, N, K, layout);
-      });
-    };
+    vendor = [&] { d10::gemm_0_cublas_bf16(dA.data(), dB.data(), dC.data(), M, N, K, layout); };
+  const std::string kind = layout == d10::BLayout::kRowMajor ? "bf16_nn" : "bf16_tn";
   time_checked<bfloat16>(state, run, dC, check, {gemm_bytes(M, N, K, 2, 2), gemm_flops(M, N, K)},
-                         vendor, key);
+                         vendor_key(kind, M, N, K), vendor, key);
 }
 
 // Square 1024-8192, decoding shapes, and one shape of no tile multiple (K % 8 == 0; N odd for
@@ -320,16 +288,14 @@ void bench_fp8(benchmark::State& state, Fp8Gemm gemm, bool vendor_row) {
         },
         options, kCheckedOutputs);
   };
-  std::function<double()> vendor;
+  std::function<void()> vendor;
   if (!vendor_row)
     vendor = [&] {
-      return vendor_median_us("fp8", M, N, K, [&] {
-        d10::gemm_0_cublaslt_fp8(dA.data(), dB.data(), dC.data(), M, N, K, scale_a.data(),
-                                 scale_b.data());
-      });
+      d10::gemm_0_cublaslt_fp8(dA.data(), dB.data(), dC.data(), M, N, K, scale_a.data(),
+                               scale_b.data());
     };
   time_checked<bfloat16>(state, run, dC, check, {gemm_bytes(M, N, K, 1, 2), gemm_flops(M, N, K)},
-                         vendor, false);
+                         vendor_key("fp8", M, N, K), vendor, false);
 }
 
 void BM_gemm_0_cublaslt_fp8(benchmark::State& state) {

@@ -21,9 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "course/bench.h"
@@ -220,28 +218,7 @@ double time_gemm(const float* A, const float* B, float* C, std::int64_t M, std::
   return course::bench::percentile(samples, 0.5);
 }
 
-// cuBLAS's median time on this shape, in microseconds: timed once per shape and process, on the
-// buffers of the row that asks first. 0 when cuBLAS failed (then the row has no %vendor).
-double vendor_median_us(std::int64_t M, std::int64_t N, std::int64_t K,
-                        const std::function<void()>& run) {
-  constexpr int kVendorSamples = 50;
-  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> medians;
-  const auto key = std::make_tuple(M, N, K);
-  const auto found = medians.find(key);
-  if (found != medians.end()) return found->second;
-  double median = 0.0;
-  try {
-    course::bench::BracketedTimer timer;
-    run();  // warm-up: cuBLAS picks its kernel and loads it
-    std::vector<double> samples;
-    for (int i = 0; i < kVendorSamples; ++i) samples.push_back(timer.time(run) * 1e6);
-    median = course::bench::percentile(samples, 0.5);
-  } catch (const std::exception&) {
-    median = 0.0;
-  }
-  medians[key] = median;
-  return median;
-}
+constexpr int kVendorSamples = 50;  // cuBLAS's samples for %vendor
 
 // range(0) = M, range(1) = N, range(2) = K; float32. `jit`: the tuned JIT GEMM, else cuBLAS.
 void bench_gemm(benchmark::State& state, bool jit) {
@@ -296,11 +273,12 @@ void bench_gemm(benchmark::State& state, bool jit) {
     if (best_us == 0.0 || us < best_us) best_us = us;
     if (d13::describe(c) == d13::describe(tuned)) tuned_us = us;
   }
-  const double vendor_us = vendor_median_us(M, N, K, vendor);
+  // cuBLAS is timed before this row (vendor_median_us keeps its median for the call below).
+  const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+  course::bench::vendor_median_us(shape, vendor, kVendorSamples);
   course::bench::measure(state, run, {bytes, flops}, {poison, check});
   if (tuned_us > 0.0) state.counters["%of_best"] = 100.0 * best_us / tuned_us;
-  const double ours = state.counters["median_us"];
-  if (ours > 0.0 && vendor_us > 0.0) state.counters["%vendor"] = 100.0 * vendor_us / ours;
+  course::bench::report_vendor_ratio(state, shape, vendor, kVendorSamples);
   state.SetLabel(d13::describe(tuned));
 }
 
