@@ -13,6 +13,8 @@
 #     [BASELINE_SOURCES cub_baseline.cu ...]  # vendor baselines (CUB, cuBLAS) the benchmark
 #                                      # times too: their own library, benchmarks only
 #     [BASELINE_LIBRARIES CUDA::cublas ...]   # what those baselines link
+#     [KERNEL_LIBRARIES CUDA::nvrtc ...]      # what both kernel.cu need beyond the harness
+#                                      # (Day 13: NVRTC; Day 14: the earlier days' solutions)
 #     [TIMEOUT seconds])               # one test's time limit (default COURSE_TEST_TIMEOUT)
 #
 # For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
@@ -86,7 +88,7 @@ endfunction()
 
 function(course_add_lab name)
   cmake_parse_arguments(LAB "" "TITLE;TIMEOUT;GRADE_BENCHMARKS"
-                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES;SANITIZERS;BASELINE_SOURCES;BASELINE_LIBRARIES"
+                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES;SANITIZERS;BASELINE_SOURCES;BASELINE_LIBRARIES;KERNEL_LIBRARIES"
                         ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
   if(NOT day)
@@ -149,7 +151,7 @@ function(course_add_lab name)
     set(kernel ${day}_${variant}_kernel)
     add_library(${kernel} STATIC ${kernel_source})
     target_include_directories(${kernel} PUBLIC ${lab_dir})
-    target_link_libraries(${kernel} PUBLIC course_harness)
+    target_link_libraries(${kernel} PUBLIC course_harness ${LAB_KERNEL_LIBRARIES})
     target_compile_options(${kernel} PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:${COURSE_CUDA_FLAGS} ${LAB_CUDA_FLAGS}>)
     set_target_properties(${kernel} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF
