@@ -614,3 +614,96 @@ def plot_distribution(student_days: Sequence[StudentDay], out_dir: str) -> List[
         _legend_status(ax)
         paths += S.save(fig, out_dir, "distribution_days")
     return paths
+
+
+# ------------------------------------------------------------------- Day 14: the decoder layer
+
+
+def load_json(path: str, what: str) -> dict:
+    """A JSON object from path, or an InputError saying which file and why."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot read {what}: {e}") from e
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: {what} must be a JSON object")
+    return doc
+
+
+def plot_layer_speedups(layer: dict, out_dir: str, stem: str = "layer",
+                        note: str = "") -> List[str]:
+    """python/bench_layer.py's results: torch.compile's and the course layer's speed-up over
+    PyTorch eager, per batch x len (a torch.compile that failed or was skipped is 'n/a')."""
+    rows = layer.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise InputError("the layer results have no rows")
+    try:
+        labels = [f"{r['batch']} x {r['len']}" for r in rows]
+        series = [("torch.compile", [r.get("compile_speedup_vs_eager") for r in rows]),
+                  ("course layer", [r["speedup_vs_eager"] for r in rows])]
+    except (KeyError, TypeError) as e:
+        raise InputError(f"a layer row lacks {e}") from e
+    with S.style():
+        fig = S.new_figure(7.0, 4.0)
+        ax = fig.add_subplot()
+        width = 0.38
+        for i, (name, values) in enumerate(series):
+            xs = [j + (i - 0.5) * width for j in range(len(rows))]
+            bars = ax.bar(xs, [v or 0.0 for v in values], width, label=name,
+                          color=S.SERIES_COLORS[i], zorder=3)
+            for bar, value in zip(bars, values):
+                ax.annotate(f"{value:.2f}x" if value else "n/a",
+                            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                            ha="center", va="bottom", fontsize=8)
+        ax.axhline(1.0, color=S.CEILING_COLOR, linewidth=0.8, linestyle="--")
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(labels)
+        ax.set_xlabel("batch x sequence length (prefill)")
+        ax.set_ylabel("speed-up over PyTorch eager")
+        S.mark_title(ax.set_title(f"One decoder layer, {layer.get('device', 'unknown GPU')}"))
+        ax.legend()
+        if note:
+            fig.supxlabel(note, fontsize=7, color="#555555")
+        return S.save(fig, out_dir, stem)
+
+
+def trace_stages(trace: dict) -> List[Tuple[str, float, float]]:
+    """[(name, start_us, duration_us)] of a Chrome trace's complete ("X") events, by start."""
+    events = trace.get("traceEvents")
+    if not isinstance(events, list):
+        raise InputError("the trace has no traceEvents list")
+    stages = [(str(e["name"]), float(e["ts"]), float(e["dur"])) for e in events
+              if isinstance(e, dict) and e.get("ph") == "X" and "ts" in e and "dur" in e]
+    if not stages:
+        raise InputError('the trace has no complete ("X") events')
+    return sorted(stages, key=lambda s: s[1])
+
+
+def plot_trace_timeline(trace: dict, out_dir: str, stem: str = "trace",
+                        title: str = "one decoder layer, stage by stage (GPU time)",
+                        note: str = "") -> List[str]:
+    """A Chrome trace (cuda_course.decoder_layer(..., trace_path=...)) as Perfetto shows it:
+    one bar per stage on a time axis, for a page that cannot embed Perfetto."""
+    stages = trace_stages(trace)
+    total = max(start + dur for _, start, dur in stages)
+    with S.style():
+        fig = S.new_figure(10.0, 0.42 * len(stages) + 1.6)
+        ax = fig.add_subplot()
+        ax.grid(axis="y", visible=False)
+        for row, (name, start, dur) in enumerate(stages):
+            ax.barh(row, dur, left=start, height=0.6, zorder=3,
+                    color=S.SERIES_COLORS[0] if "gemm" in name else S.SERIES_COLORS[1])
+            ax.annotate(f"{dur:.0f} µs ({100 * dur / total:.0f}%)", xy=(start + dur, row),
+                        xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+        ax.set_yticks(range(len(stages)))
+        ax.set_yticklabels([s[0] for s in stages])
+        ax.set_ylim(len(stages) - 0.5, -0.5)
+        ax.set_xlim(0, total * 1.18)
+        ax.set_xlabel("µs from the layer's first stage")
+        S.mark_title(ax.set_title(f"{title}: {total:.0f} µs"))
+        if note:
+            fig.supxlabel(note, fontsize=7, color="#555555")
+        return S.save(fig, out_dir, stem)

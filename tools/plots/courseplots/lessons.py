@@ -5,7 +5,9 @@ bench-dNN-solution.json the tables were copied from, row by row by benchmark nam
 row is an InputError, not a gap in a figure). Numbers that are not measurements (a model, a
 target, a peak computed from the clock) are drawn dashed or dotted and say where they come from.
 Days 1-6 read docs/measurements/h100/bench-dNN-solution.json; a later day reads the file of the
-run it was measured in (SOURCES: Day 10, docs/measurements/h100/2026-11-25/days09-14/).
+run it was measured in (SOURCES: Day 10's benchmark JSON; Day 14's layer.json from
+python/bench_layer.py, and the layer's trace beside it, in docs/measurements/h100/2026-11-25/
+days09-14/).
 
     python3 tools/plots/course_plots.py lessons [--measurements DIR] [--out DIR]
 """
@@ -34,6 +36,8 @@ KEY_EDGE = "black"
 # Each day's benchmark file, relative to the measurements folder (docs/measurements/h100).
 SOURCES: Dict[str, str] = {day: f"bench-{day}-solution.json" for day in DAYS}
 SOURCES["d10"] = "2026-11-25/days09-14/bench-d10-solution.json"
+SOURCES["d14"] = "2026-11-25/days09-14/layer.json"  # not a benchmark file: drawn by day14()
+D14_TRACE = "2026-11-25/days09-14/d14_layer_trace.json"  # the layer's stages, same run
 
 
 def source_path(day: str) -> str:
@@ -665,14 +669,8 @@ LESSON_FIGURES: Dict[str, List[str]] = {
     "d05": ["d05_softmax", "d05_compaction"],
     "d06": ["d06_rmsnorm_hidden", "d06_kernels"],
     "d10": ["d10_steps"],
+    "d14": ["d14_layer", "d14_trace_timeline"],
 }
-
-# Figures in lessons/figures/ that other programs draw (not this command): the tests check that
-# their lesson cites them, not what they show.
-FIGURES_DRAWN_ELSEWHERE: Dict[str, Dict[str, str]] = {
-    "d14": {"d14_trace_timeline": "python/plot_trace.py", "d14_layer": "python/plot_layer.py"},
-}
-
 
 def draw_lessons(measurements: str, out: str) -> List[str]:
     """Every lesson figure into out; returns the paths written."""
@@ -689,4 +687,18 @@ def draw_lessons(measurements: str, out: str) -> List[str]:
     for day, f in zip(DAYS + LATER_DAYS, files):
         paths += DRAWERS[day](f, out)
     paths += roofline_all(files[:len(DAYS)], out)
+    paths += day14(measurements, out)
+    return paths
+
+
+def day14(measurements: str, out: str) -> List[str]:
+    """Day 14's two figures: the layer against PyTorch (python/bench_layer.py's JSON) and the
+    layer's stages as a timeline (its Chrome trace, written in the same session)."""
+    layer = F.load_json(os.path.join(measurements, *SOURCES["d14"].split("/")), "layer results")
+    trace = F.load_json(os.path.join(measurements, *D14_TRACE.split("/")), "a Chrome trace")
+    paths = F.plot_layer_speedups(layer, out, "d14_layer",
+                                  note=f"Measured: {source_path('d14')} (python/bench_layer.py)")
+    paths += F.plot_trace_timeline(
+        trace, out, "d14_trace_timeline", title="Day 14 layer, batch 4 x 512",
+        note=f"Measured: docs/measurements/h100/{D14_TRACE}, {layer.get('device', '')}")
     return paths
