@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "course/reference/attention.h"
+#include "course/reference/gemm.h"
+#include "course/reference/norm.h"
 
 namespace course::reference {
 
@@ -67,39 +69,26 @@ inline std::vector<double> silu_and_mul(const std::vector<double>& gate_up, std:
   return out;
 }
 
-// C [m, n] = A [m, k] B^T, B [n, k] (a PyTorch Linear weight), then round16 on every element.
+// C [m, n] = A [m, k] B^T, B [n, k] (a PyTorch Linear weight: gemm.h's column-major B), then
+// round16 on every element.
 inline std::vector<double> linear(const std::vector<double>& a, const std::vector<double>& b,
                                   std::size_t m, std::size_t n, std::size_t k,
                                   const Round16& round16) {
-  std::vector<double> c(m * n);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      double acc = 0.0;
-      for (std::size_t l = 0; l < k; ++l) acc += a[i * k + l] * b[j * k + l];
-      c[i * n + j] = round16(acc);
-    }
+  std::vector<double> c = gemm(a, b, m, n, k, BLayout::kColMajor, [](double v) { return v; });
+  for (double& e : c) e = round16(e);
   return c;
 }
 
-// residual = round16(x + residual); y = round16(rmsnorm(x + residual) * w), as Day 6's fused
-// kernel: y from the sum before it is rounded.
+// Day 6's fused add + RMSNorm (norm.h), with the GPU's roundings: residual = round16(x +
+// residual); y = round16(rmsnorm(x + residual) * w), y from the sum before it is rounded.
 inline void add_rmsnorm(const std::vector<double>& x, std::vector<double>& residual,
                         const std::vector<double>& w, std::vector<double>& y, std::size_t rows,
                         std::size_t hidden, double eps, const Round16& round16) {
-  y.resize(rows * hidden);
-  std::vector<double> sum(hidden);
-  for (std::size_t r = 0; r < rows; ++r) {
-    double sq = 0.0;
-    for (std::size_t c = 0; c < hidden; ++c) {
-      sum[c] = x[r * hidden + c] + residual[r * hidden + c];
-      sq += sum[c] * sum[c];
-    }
-    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(hidden) + eps);
-    for (std::size_t c = 0; c < hidden; ++c) {
-      residual[r * hidden + c] = round16(sum[c]);
-      y[r * hidden + c] = round16(sum[c] * inv * w[c]);
-    }
-  }
+  FusedAddRmsNormResult r = fused_add_rmsnorm(x, residual, w, rows, hidden, eps);
+  for (double& e : r.residual) e = round16(e);
+  for (double& e : r.y) e = round16(e);
+  residual = std::move(r.residual);
+  y = std::move(r.y);
 }
 
 struct DecoderLayerShape {
