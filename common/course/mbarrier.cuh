@@ -18,7 +18,7 @@
 #include <stdexcept>
 
 #include "course/check.h"
-#include "course/smem.cuh"
+#include "course/cp_async.cuh"  // smem_address
 
 namespace course {
 
