@@ -17,6 +17,9 @@
 # Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
 #              BENCH_ROWS=grade (each day's GRADE_BENCHMARKS rows where no filter is given),
 #              MUTANTS (the mutants step's bugs: correctness (default), performance, all, or ids),
+#              MUTANT_TEST_SECONDS, MUTANT_SANITIZE_SECONDS (the mutants step's time limits
+#              per test, default 20, and per sanitizer run, default 300: a planted hang costs
+#              that much wherever it hangs), MUTANT_JOBS (students graded at once; default 4),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300),
 #              SANITIZE_JOBS (checker runs at once; default 1).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
@@ -176,7 +179,7 @@ fi
 
 if want mutants; then
   # The planted bugs of tests/mutants/mutants.json graded as a class of their own, with the
-  # unchanged solution as `reference`, then scored (tools/mutants.py). MUTANTS selects them:
+  # unchanged solution of each day as `reference-dNN`, then scored (tools/mutants.py). MUTANTS selects them:
   # "correctness" (the default: graded without benchmarks, which they do not need), "performance"
   # or "all" (with benchmarks), or a list of ids.
   log "grading the planted bugs (${MUTANTS:-correctness})"
@@ -196,12 +199,17 @@ elif sel != ["all"]:
 print(" ".join(m["id"] for m in ms))
 PY
 )
+  # Benchmarks only where a performance bug is graded (correctness bugs do not need them).
   nobench=--no-bench
-  [ "$sel" = correctness ] || nobench=""
+  python3 -c 'import json, sys
+sys.exit(0 if any(m["kind"] == "performance" and m["id"] in sys.argv[1:]
+                  for m in json.load(open("tests/mutants/mutants.json"))) else 1)' $ids \
+    && nobench=""
   python3 tools/mutants.py make-class "$out/mutants" --only $ids
   start=$(date +%s)
   grade_days=(); [ -n "$only_days" ] && grade_days=(--days "$(echo $days | tr " " ",")")
-  "$bin/course" grade "$out/mutants" --out "$out/mutant-grades" --jobs 4 --test-timeout 20 \
+  "$bin/course" grade "$out/mutants" --out "$out/mutant-grades" --jobs "${MUTANT_JOBS:-4}" \
+    --test-timeout "${MUTANT_TEST_SECONDS:-20}" --sanitize-timeout "${MUTANT_SANITIZE_SECONDS:-300}" \
     $nobench "${grade_days[@]}" >"$out/mutant-grade.log" 2>&1
   echo "course grade exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
   python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" >"$out/mutants-score.txt" 2>&1

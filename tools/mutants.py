@@ -14,8 +14,10 @@ check       applies each mutant to a copy of its solution and compiles that copy
             nvcc command of the build (ninja -t commands dNN_solution_kernel); reports every
             mutant whose text is not found exactly once or that does not compile. Exit 1 if any.
 make-class  writes a synthetic class for `course grade`: OUT_DIR/<mutant id>/labs/<lab>/kernel.cu
-            (the mutated solution, one day per student) and OUT_DIR/reference/labs/<lab>/kernel.cu
-            for every lab (the untouched solutions, the student every mutant is compared with).
+            (the mutated solution, one day per student) and, for each day that has a mutant,
+            OUT_DIR/reference-<day>/labs/<lab>/kernel.cu (the untouched solution, the student
+            that day's mutants are compared with). One reference student per day lets the
+            grader take the days in parallel: one student's days are graded one after another.
 score       reads the grader's gradebook.json and says, per mutant, whether it was caught: a
             correctness mutant when its day lost correctness points against the reference
             student, a performance mutant when it lost performance points; then the totals per
@@ -39,7 +41,16 @@ from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS_FILE = ROOT / "tests" / "mutants" / "mutants.json"
-REFERENCE_STUDENT = "reference"
+REFERENCE_STUDENT = "reference"  # every day's solution (older classes), or ...
+
+
+def reference_student(day: str) -> str:
+    """... the student that holds one day's solution (what make-class writes)."""
+    return f"{REFERENCE_STUDENT}-{day}"
+
+
+def is_reference(student: str) -> bool:
+    return student == REFERENCE_STUDENT or student.startswith(REFERENCE_STUDENT + "-")
 
 KINDS = ("correctness", "performance")
 CLASSES = ("index-overflow", "tail", "bounds-read", "bounds-write", "race", "rounding",
@@ -230,15 +241,19 @@ def make_class(out: Path, mutants: List[dict], root: Optional[Path] = None) -> L
     labs = sorted(p.name for p in (root / "solutions").iterdir()
                   if (p / "kernel.cu").is_file())
     written = []
-    ref = out / REFERENCE_STUDENT
+    days = {m["day"] for m in mutants}
     for lab in labs:
+        if lab.split("_")[0] not in days:
+            continue
+        ref = out / reference_student(lab.split("_")[0])
         dest = ref / "labs" / lab / "kernel.cu"
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / "solutions" / lab / "kernel.cu", dest)
-    written.append(str(ref))
+        written.append(str(ref))
     for m in mutants:
-        if m["id"] == REFERENCE_STUDENT:
-            raise MutantError("a mutant may not be called 'reference'")
+        if is_reference(m["id"]):
+            raise MutantError(f"a mutant may not be called '{REFERENCE_STUDENT}' or "
+                              f"'{REFERENCE_STUDENT}-...'")
         text = (root / m["file"]).read_text(encoding="utf-8")
         try:
             mutated = apply_mutant(text, m)
@@ -262,8 +277,9 @@ def cmd_make_class(args: argparse.Namespace) -> int:
         print(f"{out} is not empty: give make-class a new folder", file=sys.stderr)
         return 2
     written = make_class(out, mutants)
-    print(f"wrote {len(written)} students to {out}: '{REFERENCE_STUDENT}' (every solution) and "
-          f"one per mutant (its day only). Grade them with: course grade {out}")
+    print(f"wrote {len(written)} students to {out}: '{reference_student('dNN')}' (the day's "
+          f"solution) for each day with a mutant, and one per mutant (its day only). Grade them "
+          f"with: course grade {out}")
     return 0
 
 
@@ -290,7 +306,6 @@ def score(gradebook: dict, mutants: List[dict]) -> List[dict]:
     "equivalent" (the mutants file says the compiler turns it back into the solution: no test
     can see it, so it is not counted either way)."""
     students = {s.get("student"): s for s in gradebook.get("students", []) or []}
-    reference = students.get(REFERENCE_STUDENT)
     verdicts = []
     for m in mutants:
         v = {"id": m["id"], "kind": m["kind"], "class": m["class"], "day": m["day"],
@@ -300,9 +315,11 @@ def score(gradebook: dict, mutants: List[dict]) -> List[dict]:
             v["verdict"], v["detail"] = "equivalent", m["equivalent"]
             continue
         student = students.get(m["id"])
+        reference = students.get(reference_student(m["day"])) or students.get(REFERENCE_STUDENT)
         ref_day = day_entry(reference, m["day"]) if reference else None
         if reference is None:
-            v["detail"] = f"no student '{REFERENCE_STUDENT}' in the gradebook to compare with"
+            v["detail"] = (f"no student '{reference_student(m['day'])}' (or "
+                           f"'{REFERENCE_STUDENT}') in the gradebook to compare with")
             continue
         if ref_day is None or ref_day.get("status") != "graded":
             v["detail"] = f"the reference's {m['day']} was not graded"
@@ -386,11 +403,12 @@ def cmd_score(args: argparse.Namespace) -> int:
                           "by_class": totals(verdicts, "class")}, indent=1))
     else:
         print(render(verdicts))
-    has_reference = any(s.get("student") == REFERENCE_STUDENT
+    has_reference = any(is_reference(str(s.get("student")))
                         for s in gradebook.get("students", []) or [])
     if not has_reference:
-        print(f"the gradebook has no student '{REFERENCE_STUDENT}': grade the class that "
-              f"make-class wrote (it includes one)", file=sys.stderr)
+        print(f"the gradebook has no reference student ('{reference_student('dNN')}' or "
+              f"'{REFERENCE_STUDENT}'): grade the class that make-class wrote (it includes "
+              f"them)", file=sys.stderr)
         return 1
     return 0
 

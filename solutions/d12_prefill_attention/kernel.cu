@@ -173,10 +173,12 @@ __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
 
 // ---------------------------------------------------------------------------------------------
 // Exercises 3-5 — prefill_1_mma (lesson §3, §6-§8).
-// Grid (num_heads, batch, query tiles): block (h, b, z) computes query rows q0 .. q0 + 127 of head
-// h of sequence b, with q0 = 128 * (gridDim.z - 1 - z): the LAST tiles of the longest sequences,
-// which have the most keys to visit under the causal mask, are started first, so the short ones
-// fill the gaps at the end instead of one long block finishing alone (lesson §8.3).
+// Grid (query tiles, num_heads, batch): block (x, h, b) computes query rows q0 .. q0 + 127 of head
+// h of sequence b, with q0 = 128 * (gridDim.x - 1 - x). The query tile is the grid's fastest axis,
+// so the blocks running at once are the tiles of a few heads, which read the same keys and values:
+// those stay in the L2 instead of streaming from DRAM once per tile. And the LAST tiles, which
+// have the most keys to visit under the causal mask, start first within each head, so the short
+// ones fill the gaps at the end instead of one long block finishing alone (lesson §8.3).
 // Warp w owns rows 16w .. 16w + 15 of the block; in every fragment below lane l holds rows
 // g = l / 4 and g + 8 of them, and columns 2t, 2t + 1 (t = l % 4) of every 8-column tile.
 // Per key tile: S = Q K^T (16 x kBlockN per warp, float32 in registers), the mask on the tiles
@@ -199,14 +201,14 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   T* v_s = k_s + kStages * kN * kHeadDim;  // [kStages][kN][kHeadDim], swizzled
 
   // The block's sequence, head and rows.
-  const int head = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
+  const int head = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
   const std::int64_t q_start = args.cu_seqlens_q[seq], kv_start = args.cu_seqlens_kv[seq];
   const int len_q = args.cu_seqlens_q[seq + 1] - static_cast<int>(q_start);
   const int len_kv = args.cu_seqlens_kv[seq + 1] - static_cast<int>(kv_start);
 
   // Exercise 5 (lesson §8): the longest-first order of the query tiles, and the KV head that
   // this query head shares with the num_heads / num_kv_heads heads of its group (GQA).
-  const int q0 = kBlockM * static_cast<int>(gridDim.z - 1 - blockIdx.z);
+  const int q0 = kBlockM * static_cast<int>(gridDim.x - 1 - blockIdx.x);
   const int kv_head = head / (args.num_heads / args.num_kv_heads);
 
   // INVARIANT: q0 is the same for the whole block, so the block leaves whole (the barriers
@@ -229,14 +231,23 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   float row_sum[2] = {0.0f, 0.0f};        // this lane's part of l (its columns only)
 
   if (range.tiles > 0) {
-    // Prologue: Q (group 0) and key tile 0 (group 1) in flight; Q into registers once it landed.
+    // Prologue: Q (group 0) and key tiles 0 .. kStages - 2 (one group each, empty past the
+    // last tile) in flight; Q into registers once it landed.
     load_tile<kBlockM, kHeadDim>(q_s, q_g, q_stride, len_q - q0);
     cp_async_commit();
-    load_tile<kN, kHeadDim>(k_s, k_g, kv_stride, len_kv);
-    load_tile<kN, kHeadDim>(v_s, v_g, kv_stride, len_kv);
-    cp_async_commit();
-    cp_async_wait<1>();  // Q has landed (this thread's copies) ...
-    __syncthreads();     // ... and every thread's
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < range.tiles) {
+        const int kv0 = s * kN;
+        load_tile<kN, kHeadDim>(k_s + s * kN * kHeadDim, k_g + kv0 * kv_stride, kv_stride,
+                                len_kv - kv0);
+        load_tile<kN, kHeadDim>(v_s + s * kN * kHeadDim, v_g + kv0 * kv_stride, kv_stride,
+                                len_kv - kv0);
+      }
+      cp_async_commit();
+    }
+    cp_async_wait<kStages - 1>();  // Q has landed (this thread's copies) ...
+    __syncthreads();               // ... and every thread's
     // Q's A fragments for the whole loop: matrix i of step kk = rows 8 (i % 2) .., chunk
     // 2 kk + i / 2 (a[0] rows 0-7 low k, a[1] rows 8-15 low k, a[2] rows 0-7 high k, a[3] ...).
     std::uint32_t q_frag[kQkSteps][4];
@@ -248,11 +259,11 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
     }
 
     for (int t = 0; t < range.tiles; ++t) {
-      cp_async_wait<0>();  // tile t has landed (this thread's copies) ...
-      __syncthreads();     // ... every thread's; and tile t - 1's stage is no longer read
-      if (t + 1 < range.tiles) {
-        const int next = (t + 1) % kStages;
-        const int kv0 = (t + 1) * kN;
+      cp_async_wait<kStages - 2>();  // tile t has landed (this thread's copies) ...
+      __syncthreads();               // ... every thread's; and tile t - 1's stage is no longer read
+      if (t + kStages - 1 < range.tiles) {  // into the stage tile t - 1 used
+        const int next = (t + kStages - 1) % kStages;
+        const int kv0 = (t + kStages - 1) * kN;
         load_tile<kN, kHeadDim>(k_s + next * kN * kHeadDim, k_g + kv0 * kv_stride, kv_stride,
                                 len_kv - kv0);
         load_tile<kN, kHeadDim>(v_s + next * kN * kHeadDim, v_g + kv0 * kv_stride, kv_stride,
@@ -626,8 +637,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   std::uint64_t* empty = bars + 1 + kHopperStages;  // [stages]: the consumers are done with it
   constexpr int kConsumerWarps = 8;
 
-  const int head = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
-  const int q0 = kBlockM * static_cast<int>(gridDim.z - 1 - blockIdx.z);
+  const int head = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
+  const int q0 = kBlockM * static_cast<int>(gridDim.x - 1 - blockIdx.x);
   const int q_start = args.cu_seqlens_q[seq], kv_start = args.cu_seqlens_kv[seq];
   const int len_q = args.cu_seqlens_q[seq + 1] - q_start;
   const int len_kv = args.cu_seqlens_kv[seq + 1] - kv_start;
@@ -897,11 +908,10 @@ bool check_prefill_args(const char* who, const PrefillArgs<T>& a) {
                       std::to_string(a.num_kv_heads) + ")");
   course::require(std::isfinite(a.scale) && a.scale > 0.0f,
                   name + ": scale must be positive and finite (usually 1 / sqrt(head_dim))");
-  course::require(a.batch <= 65535, name + ": batch must be at most 65535 (the grid's y)");
+  course::require(a.batch <= 65535 && a.num_heads <= 65535,
+                  name + ": batch and num_heads must be at most 65535 (the grid's z and y)");
   course::require(a.total_q < (std::int64_t{1} << 31) && a.total_kv < (std::int64_t{1} << 31),
                   name + ": total_q and total_kv must be below 2^31 (int32 cu_seqlens)");
-  course::require(course::ceil_div<std::int64_t>(a.max_seqlen_q, kBlockM) <= 65535,
-                  name + ": max_seqlen_q is too large for the grid's z");
   if (a.batch == 0 || a.max_seqlen_q == 0 || a.total_q == 0) return false;
   course::require(a.q != nullptr && a.o != nullptr && a.lse != nullptr &&
                       a.cu_seqlens_q != nullptr && a.cu_seqlens_kv != nullptr &&
@@ -921,8 +931,8 @@ void launch_prefill_1(const PrefillArgs<T>& args) {
   COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_1_mma_kernel<T, kHeadDim>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem)));
-  const dim3 grid(static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch),
-                  static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)));
+  const dim3 grid(static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)),
+                  static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch));
   prefill_1_mma_kernel<T, kHeadDim><<<grid, kThreads, smem>>>(args);
   COURSE_LAUNCH_CHECK();
 }
@@ -986,8 +996,8 @@ void prefill_2(const PrefillArgs<T>& args) {
   COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_2_wgmma_kernel<T>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem)));
-  const dim3 grid(static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch),
-                  static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)));
+  const dim3 grid(static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)),
+                  static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch));
   prefill_2_wgmma_kernel<T><<<grid, kHopperThreads, smem>>>(args, q_map, k_map, v_map);
   COURSE_LAUNCH_CHECK();
 }

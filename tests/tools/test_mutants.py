@@ -134,10 +134,14 @@ class MakeClassTest(unittest.TestCase):
             out = Path(t) / "class"
             written = mutants.make_class(out, [mutant()], root)
             self.assertEqual(len(written), 2)
-            for lab in ("d09_demo", "d10_other"):
-                ref = out / "reference" / "labs" / lab / "kernel.cu"
-                solution = root / "solutions" / lab / "kernel.cu"
-                self.assertEqual(ref.read_text(), solution.read_text())
+            # The reference of the mutant's day only: d10 has no mutant here.
+            ref = out / "reference-d09" / "labs" / "d09_demo" / "kernel.cu"
+            solution = root / "solutions" / "d09_demo" / "kernel.cu"
+            self.assertEqual(ref.read_text(), solution.read_text())
+            self.assertEqual([p.name for p in (out / "reference-d09" / "labs").iterdir()],
+                             ["d09_demo"])
+            self.assertFalse((out / "reference-d10").exists())
+            self.assertFalse((out / "reference").exists())
             student = out / "d09-int-index"
             self.assertEqual([p.name for p in (student / "labs").iterdir()], ["d09_demo"])
             mutated = (student / "labs" / "d09_demo" / "kernel.cu").read_text()
@@ -221,6 +225,20 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual((t["caught"], t["missed"], t["equivalent"]), (1, 0, 1))
         self.assertIn("1 of 1 caught (100%)", mutants.rate(t))
         self.assertIn("1 equivalent (not counted)", mutants.rate(t))
+
+    def test_a_reference_per_day_is_compared_with_that_days_mutants(self):
+        book = self.gradebook()
+        ref = book["students"][0]
+        book["students"][0] = {"student": "reference-d09", "days": ref["days"][:1]}
+        verdicts = {v["id"]: v for v in mutants.score(book, self.MUTANTS)}
+        self.assertEqual(verdicts["lost-points"]["verdict"], "caught")
+        self.assertEqual(verdicts["same-points"]["verdict"], "missed")
+        self.assertIn("reference 70", verdicts["lost-points"]["detail"])
+        # A mutant of another day has no reference here.
+        other = mutant(id="lost-points", day="d10")
+        v = mutants.score(book, [other])[0]
+        self.assertEqual(v["verdict"], "unknown")
+        self.assertIn("reference-d10", v["detail"])
 
     def test_without_the_reference_nothing_is_judged(self):
         book = self.gradebook()

@@ -395,7 +395,8 @@ def cmd_grade(args) -> int:
         only = [args.only_index]
     opts = grade.Options(out=args.out or os.path.join(os.getcwd(), "grades"), jobs=args.jobs,
                          bench=not args.no_bench, days=days, test_timeout=args.test_timeout,
-                         regrade=args.regrade, ctest_jobs=args.ctest_jobs)
+                         regrade=args.regrade, ctest_jobs=args.ctest_jobs,
+                         sanitize_seconds=args.sanitize_timeout)
     try:
         return grade.grade_class(m, args.submissions, opts, only=only, merge=not args.no_merge)
     except classbuild.ClassBuildError as e:
@@ -536,6 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-bench", action="store_true", help="grade correctness and SASS only")
     g.add_argument("--test-timeout", type=float, help="seconds one test may run (default: "
                    "each lab's TIMEOUT)")
+    g.add_argument("--sanitize-timeout", type=int, default=0, metavar="SECONDS",
+                   help="seconds each graded compute-sanitizer run may take (default: "
+                   "300); a run that takes longer fails as not finished")
     g.add_argument("--regrade", action="store_true", help="grade students already graded again")
     g.add_argument("--only-index", type=int, help="grade only the N-th student (0-based, in "
                    "name order): one Slurm array task")

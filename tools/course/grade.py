@@ -96,10 +96,12 @@ def class_id(m: Manifest) -> str:
 class Options:
     def __init__(self, out: str, jobs: int = 2, bench: bool = True, days: Optional[List[str]] = None,
                  test_timeout: Optional[float] = None, regrade: bool = False,
-                 ctest_jobs: int = 4, session: str = "", say=print):
+                 ctest_jobs: int = 4, session: str = "", say=print,
+                 sanitize_seconds: int = 0):
         # Absolute: the compile and link commands and ctest run in other folders.
         self.out, self.jobs, self.bench, self.days = os.path.abspath(out), jobs, bench, days
         self.test_timeout, self.regrade, self.ctest_jobs = test_timeout, regrade, ctest_jobs
+        self.sanitize_seconds = sanitize_seconds or SANITIZE_SECONDS
         self.session = session or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.say = say
 
@@ -135,7 +137,8 @@ def _q(s: str) -> str:
     return "[==[" + s + "]==]"
 
 
-def write_ctest_files(sm: Manifest, sdir: str, built: Dict[str, bool]) -> None:
+def write_ctest_files(sm: Manifest, sdir: str, built: Dict[str, bool],
+                      sanitize_seconds: int = SANITIZE_SECONDS) -> None:
     """The student's CTestTestfile.cmake: the same tests as a course build's lab variant (the
     runner fixtures and one test per case, or the not-built placeholders), the SASS checks of
     the student's code and the graded sanitizer runs."""
@@ -158,11 +161,11 @@ def write_ctest_files(sm: Manifest, sdir: str, built: Dict[str, bool]) -> None:
         for tool_name in lab.sanitizers:
             name = f"{lab.day}.lab.{tool_name}"
             cmd = [sm.python, tool, "_sanitize", "--manifest", sm.path, "--day", lab.day,
-                   "--variant", "lab", "--tool", tool_name]
+                   "--variant", "lab", "--tool", tool_name, "--seconds", str(sanitize_seconds)]
             lines.append(f"add_test({_q(name)} " + " ".join(_q(c) for c in cmd) + ")")
             lines.append(f"set_tests_properties({_q(name)} PROPERTIES LABELS "
                          f"\"{lab.day};lab;gpu;sanitizer\" SKIP_RETURN_CODE 77 "
-                         f"TIMEOUT {SANITIZE_SECONDS + 60} RUN_SERIAL TRUE)")
+                         f"TIMEOUT {sanitize_seconds + 60} RUN_SERIAL TRUE)")
     R.write_atomically(os.path.join(sdir, "CTestTestfile.cmake"), "\n".join(lines) + "\n")
     summary = (f"\\\"{sm.python}\\\" \\\"{tool}\\\" _ctest-summary --build-dir \\\"{sdir}\\\"")
     R.write_atomically(os.path.join(sdir, "CTestCustom.cmake"),
@@ -427,7 +430,8 @@ def grade_student(m: Manifest, folder: str, opts: Options, commands: Dict[str, c
             except (sass.ToolMissing, RuntimeError, OSError):
                 pass  # the checks themselves will say so
     sm = student_manifest(m, sdir, labs, builds, opts.test_timeout)
-    write_ctest_files(sm, sdir, {d: b.status == "built" for d, b in builds.items()})
+    write_ctest_files(sm, sdir, {d: b.status == "built" for d, b in builds.items()},
+                      opts.sanitize_seconds)
 
     # The tests, through ctest, with a seed nobody knows in advance.
     env = dict(os.environ, COURSE_SEED=str(secrets.randbits(62)))
