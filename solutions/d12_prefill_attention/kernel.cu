@@ -51,6 +51,29 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -INFINITY;
 
 // ---------------------------------------------------------------------------------------------
+// Given: the order of the blocks (lesson §8.3). The grid is 1-D: ranks x units blocks, a unit
+// being one head of one sequence (unit = sequence * num_heads + head) and its `ranks` query tiles.
+// Units are taken kGroupUnits at a time (Day 10's grouped tile order), and within a group the
+// blocks go rank by rank: rank 0 of each unit of the group, then rank 1, ... The blocks running at
+// once are thus a few ranks of kGroupUnits units, which read the same keys and values: those stay
+// in the L2 (8 heads of 4096 keys of dim 128: 16 MiB of K and V) instead of coming from DRAM once
+// per block. And rank 0, the query tile that starts first, is chosen in Exercise 5. Groups of 1,
+// 4, 8, 16, 32 and 128 units were measured on the H100 (lesson §8.3): 8 was best for the causal
+// headline of both kernels; 128 (rank-major over the whole grid) leaves the Hopper kernel
+// DRAM-bound at 64% of its speed.
+constexpr int kGroupUnits = 8;
+struct BlockWork {
+  int unit, rank;
+};
+__host__ __device__ inline BlockWork block_work(int block, int ranks, int units) {
+  const int per_group = kGroupUnits * ranks;
+  const int first = block / per_group * kGroupUnits;
+  const int rows = units - first < kGroupUnits ? units - first : kGroupUnits;  // the last group
+  const int in_group = block % per_group;
+  return BlockWork{first + in_group % rows, in_group / rows};
+}
+
+// ---------------------------------------------------------------------------------------------
 // Exercise 1 — the key tiles of a block (lesson §4). Query row r (in its sequence) sees keys
 // 0 .. r + len_kv - len_q under the causal mask (bottom-right), all len_kv keys without it.
 // The block's last real row sees the most keys: the tiles up to its last visible key are visited,
@@ -173,12 +196,10 @@ __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
 
 // ---------------------------------------------------------------------------------------------
 // Exercises 3-5 — prefill_1_mma (lesson §3, §6-§8).
-// Grid (query tiles, num_heads, batch): block (x, h, b) computes query rows q0 .. q0 + 127 of head
-// h of sequence b, with q0 = 128 * (gridDim.x - 1 - x). The query tile is the grid's fastest axis,
-// so the blocks running at once are the tiles of a few heads, which read the same keys and values:
-// those stay in the L2 instead of streaming from DRAM once per tile. And the LAST tiles, which
-// have the most keys to visit under the causal mask, start first within each head, so the short
-// ones fill the gaps at the end instead of one long block finishing alone (lesson §8.3).
+// Grid: one block per query tile of every head of every sequence, in block_work's order: block
+// computes query rows q0 .. q0 + 127 of its head and sequence, with q0 = 128 * (ranks - 1 - rank):
+// the LAST tiles, which have the most keys to visit under the causal mask, start first, so the
+// short ones fill the gaps at the end instead of one long block finishing alone (lesson §8.3).
 // Warp w owns rows 16w .. 16w + 15 of the block; in every fragment below lane l holds rows
 // g = l / 4 and g + 8 of them, and columns 2t, 2t + 1 (t = l % 4) of every 8-column tile.
 // Per key tile: S = Q K^T (16 x kBlockN per warp, float32 in registers), the mask on the tiles
@@ -201,14 +222,17 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   T* v_s = k_s + kStages * kN * kHeadDim;  // [kStages][kN][kHeadDim], swizzled
 
   // The block's sequence, head and rows.
-  const int head = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
+  const int ranks = static_cast<int>(gridDim.x) / (args.num_heads * args.batch);
+  const BlockWork work =
+      block_work(static_cast<int>(blockIdx.x), ranks, args.num_heads * args.batch);
+  const int head = work.unit % args.num_heads, seq = work.unit / args.num_heads;
   const std::int64_t q_start = args.cu_seqlens_q[seq], kv_start = args.cu_seqlens_kv[seq];
   const int len_q = args.cu_seqlens_q[seq + 1] - static_cast<int>(q_start);
   const int len_kv = args.cu_seqlens_kv[seq + 1] - static_cast<int>(kv_start);
 
   // Exercise 5 (lesson §8): the longest-first order of the query tiles, and the KV head that
   // this query head shares with the num_heads / num_kv_heads heads of its group (GQA).
-  const int q0 = kBlockM * static_cast<int>(gridDim.x - 1 - blockIdx.x);
+  const int q0 = kBlockM * (ranks - 1 - work.rank);
   const int kv_head = head / (args.num_heads / args.num_kv_heads);
 
   // INVARIANT: q0 is the same for the whole block, so the block leaves whole (the barriers
@@ -637,8 +661,11 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   std::uint64_t* empty = bars + 1 + kHopperStages;  // [stages]: the consumers are done with it
   constexpr int kConsumerWarps = 8;
 
-  const int head = static_cast<int>(blockIdx.y), seq = static_cast<int>(blockIdx.z);
-  const int q0 = kBlockM * static_cast<int>(gridDim.x - 1 - blockIdx.x);
+  const int ranks = static_cast<int>(gridDim.x) / (args.num_heads * args.batch);
+  const BlockWork work =
+      block_work(static_cast<int>(blockIdx.x), ranks, args.num_heads * args.batch);
+  const int head = work.unit % args.num_heads, seq = work.unit / args.num_heads;
+  const int q0 = kBlockM * (ranks - 1 - work.rank);  // Exercise 5's longest-first order
   const int q_start = args.cu_seqlens_q[seq], kv_start = args.cu_seqlens_kv[seq];
   const int len_q = args.cu_seqlens_q[seq + 1] - q_start;
   const int len_kv = args.cu_seqlens_kv[seq + 1] - kv_start;
@@ -908,8 +935,10 @@ bool check_prefill_args(const char* who, const PrefillArgs<T>& a) {
                       std::to_string(a.num_kv_heads) + ")");
   course::require(std::isfinite(a.scale) && a.scale > 0.0f,
                   name + ": scale must be positive and finite (usually 1 / sqrt(head_dim))");
-  course::require(a.batch <= 65535 && a.num_heads <= 65535,
-                  name + ": batch and num_heads must be at most 65535 (the grid's z and y)");
+  course::require(
+      course::ceil_div<std::int64_t>(a.max_seqlen_q, kBlockM) * a.num_heads * a.batch <
+          (std::int64_t{1} << 31),
+      name + ": query tiles x num_heads x batch must be below 2^31 (the grid's blocks)");
   course::require(a.total_q < (std::int64_t{1} << 31) && a.total_kv < (std::int64_t{1} << 31),
                   name + ": total_q and total_kv must be below 2^31 (int32 cu_seqlens)");
   if (a.batch == 0 || a.max_seqlen_q == 0 || a.total_q == 0) return false;
@@ -931,8 +960,8 @@ void launch_prefill_1(const PrefillArgs<T>& args) {
   COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_1_mma_kernel<T, kHeadDim>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem)));
-  const dim3 grid(static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)),
-                  static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch));
+  const unsigned grid = static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)) *
+                        static_cast<unsigned>(args.num_heads) * static_cast<unsigned>(args.batch);
   prefill_1_mma_kernel<T, kHeadDim><<<grid, kThreads, smem>>>(args);
   COURSE_LAUNCH_CHECK();
 }
@@ -996,8 +1025,8 @@ void prefill_2(const PrefillArgs<T>& args) {
   COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_2_wgmma_kernel<T>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem)));
-  const dim3 grid(static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)),
-                  static_cast<unsigned>(args.num_heads), static_cast<unsigned>(args.batch));
+  const unsigned grid = static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)) *
+                        static_cast<unsigned>(args.num_heads) * static_cast<unsigned>(args.batch);
   prefill_2_wgmma_kernel<T><<<grid, kHopperThreads, smem>>>(args, q_map, k_map, v_map);
   COURSE_LAUNCH_CHECK();
 }
