@@ -27,10 +27,18 @@ V = {
   's5w32': (D10, [('constexpr int kWtWM = 64, kWtWN = 64;', 'constexpr int kWtWM = 64, kWtWN = 32;'), ('constexpr int kWtSubN = 4; ', 'constexpr int kWtSubN = 2; ')]),
   's5w32k16': (D10, [('constexpr int kWtWM = 64, kWtWN = 64;', 'constexpr int kWtWM = 64, kWtWN = 32;'), ('constexpr int kWtSubN = 4; ', 'constexpr int kWtSubN = 2; '), (S5, 'constexpr int kWtBM = 128, kWtBN = 128, kWtBK = 16;')]),
   'm6_128x128': (D10, [(M6, 'constexpr int kMmaBM = 128, kMmaBN = 128, kMmaBK = 64, kMmaStages = 3;'), (M6W, 'constexpr int kMmaWarpsM = 2, kMmaWarpsN = 2;'), (M6LB, '__global__ void __launch_bounds__(kMmaThreads, 2)')]),
+  'm6_bk32_4st': (D10, [(M6, 'constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 32, kMmaStages = 4;'), ('static_assert(kMmaKChunks == 8, "a K-major row is one 128-byte line: chunk ^ (row & 7)");', '')]),
+  'm6_bk32_5st': (D10, [(M6, 'constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 32, kMmaStages = 5;'), ('static_assert(kMmaKChunks == 8, "a K-major row is one 128-byte line: chunk ^ (row & 7)");', '')]),
   'm6_4st': (D10, [(M6, 'constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 64, kMmaStages = 4;'), (M6A, 'static_assert(kMmaSmemBytes <= 227 * 1024')]),
   'm6_256x128': (D10, [(M6, 'constexpr int kMmaBM = 256, kMmaBN = 128, kMmaBK = 64, kMmaStages = 3;'), (M6W, 'constexpr int kMmaWarpsM = 4, kMmaWarpsN = 2;')]),
   'm6_256x128_4st': (D10, [(M6, 'constexpr int kMmaBM = 256, kMmaBN = 128, kMmaBK = 64, kMmaStages = 4;'), (M6W, 'constexpr int kMmaWarpsM = 4, kMmaWarpsN = 2;'), (M6A, 'static_assert(kMmaSmemBytes <= 227 * 1024')]),
   'd12base': (D12, []),
+  'p1_bm64': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'),
+                    ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'),
+                    ('  return sizeof(std::uint16_t) * kHeadDim * (kBlockM + 2 * kStages * kBlockN<kHeadDim>);', '  return sizeof(std::uint16_t) * kHeadDim * (64 + 2 * kStages * kBlockN<kHeadDim>);'),
+                    ('__global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const PrefillArgs<T> args) {', '''__global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const PrefillArgs<T> args) {
+  constexpr int kBlockM = 64, kRowsPerWarp = 16;'''),
+                    ('FIRST:  const unsigned grid = static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)) *', '  const unsigned grid = static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, 64)) *')]),
   'g1': (D12, [('constexpr int kGroupUnits = 16;', 'constexpr int kGroupUnits = 1;')]),
   'g4': (D12, [('constexpr int kGroupUnits = 16;', 'constexpr int kGroupUnits = 4;')]),
   'g8': (D12, [('constexpr int kGroupUnits = 16;', 'constexpr int kGroupUnits = 8;')]),
@@ -120,6 +128,11 @@ def build(name):
             a = src.index('template <class T, int kHeadDim>\n__global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel')
             b = src.index('// ---------------------------------------------------------------------------------------------\n// Exercise 6')
             src = src[:a] + new + src[b:]
+            continue
+        if old.startswith('FIRST:'):
+            old = old[6:]
+            assert src.count(old) >= 1, (name, old)
+            src = src.replace(old, new, 1)
             continue
         n = src.count(old) + hdr.count(old)
         assert n >= 1, (name, old)
