@@ -10,13 +10,9 @@
 
 #include <cstdint>
 
-namespace course {
+#include "course/smem.cuh"
 
-// The shared-memory (32-bit) address of a generic pointer into shared memory, as the PTX
-// instructions that name shared memory take it.
-__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
+namespace course {
 
 // 16 bytes global -> shared, or 16 zero bytes when !valid (`src` must still be a valid address).
 // `smem_dst` is a shared-memory address (smem_address).

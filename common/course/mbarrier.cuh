@@ -18,7 +18,7 @@
 #include <stdexcept>
 
 #include "course/check.h"
-#include "course/cp_async.cuh"  // smem_address
+#include "course/smem.cuh"
 
 namespace course {
 
