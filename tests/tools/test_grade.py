@@ -61,6 +61,38 @@ class SubmissionTest(unittest.TestCase):
         self.assertEqual(submission.student_id("..."), "student")
 
 
+class CtestFilesTest(unittest.TestCase):
+    """The student's CTestTestfile.cmake: the graded sanitizer runs carry the time limit the
+    instructor gave (`course grade --sanitize-timeout`), in the command and in ctest's TIMEOUT."""
+
+    def files(self, **kw) -> str:
+        with tempfile.TemporaryDirectory() as t:
+            m = manifest.Manifest(os.path.join(t, "course_manifest.json"), ROOT, t, sys.executable,
+                                  "cuobjdump", "90a", t, 1200.0, [lab()])
+            grade.write_ctest_files(m, t, {"d05": True}, **kw)
+            with open(os.path.join(t, "CTestTestfile.cmake")) as f:
+                return f.read()
+
+    def test_the_sanitizer_runs_take_the_instructors_time_limit(self):
+        text = self.files(sanitize_seconds=120)
+        line = next(l for l in text.splitlines() if l.startswith("add_test([==[d05.lab.memcheck"))
+        self.assertIn("[==[--seconds]==] [==[120]==]", line)
+        self.assertIn("TIMEOUT 180 RUN_SERIAL TRUE", text)
+
+    def test_the_default_is_the_graders(self):
+        text = self.files()
+        self.assertIn(f"[==[--seconds]==] [==[{grade.SANITIZE_SECONDS}]==]", text)
+        self.assertIn(f"TIMEOUT {grade.SANITIZE_SECONDS + 60} RUN_SERIAL TRUE", text)
+        self.assertEqual(grade.Options(out="x").sanitize_seconds, grade.SANITIZE_SECONDS)
+        self.assertEqual(grade.Options(out="x", sanitize_seconds=90).sanitize_seconds, 90)
+
+    def test_the_help_names_the_same_default(self):
+        from course import cli  # noqa: PLC0415
+        grade_parser = cli.build_parser()._subparsers._group_actions[0].choices["grade"]
+        help_text = grade_parser.format_help()
+        self.assertIn(f"(default: {grade.SANITIZE_SECONDS})", " ".join(help_text.split()))
+
+
 class PointsTest(unittest.TestCase):
     def test_speed_earns_points_between_half_and_nine_tenths_of_the_solutions(self):
         self.assertEqual(grade.speed_fraction(1.2), 1.0)
