@@ -24,19 +24,21 @@
 namespace d12 {
 
 // ---------------------------------------------------------------------------------------------
-// The tiles (lesson §3). A block owns kBlockM = 128 query rows of one head of one sequence: 8 warps
-// of 16 rows, one m16 tile each. It streams the sequence's keys and values in tiles of kBlockN
-// rows (64 for head dim 128, 128 for head dim 64: 16 KiB of K and 16 KiB of V per tile either way).
-// Shared memory: the Q tile (read once into registers, reused at the end to stage O), then
-// kStages K tiles and kStages V tiles, every tile XOR-swizzled (swizzled_chunk).
+// The tiles (lesson §3). A block owns kBlockM = 128 query rows of one head of one sequence: 4 warps
+// of 32 rows, two m16 tiles each, so that every K and V fragment a warp loads feeds two mma. It
+// streams the sequence's keys and values in tiles of kBlockN rows (64 for head dim 128, 128 for
+// head dim 64: 16 KiB of K and 16 KiB of V per tile either way). Shared memory: the Q tile (read
+// by ldmatrix at every key tile, reused at the end to stage O), then kStages K tiles and kStages V
+// tiles, every tile XOR-swizzled (swizzled_chunk): 96 KiB, two blocks (8 warps) per SM.
 constexpr int kWarpSize = 32;
-constexpr int kWarps = 8;
+constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kRowsPerWarp = kBlockM / kWarps;
+constexpr int kMTiles = kRowsPerWarp / 16;  // m16 tiles of a warp's rows
 constexpr int kStages = 2;       // K/V double buffer: tile t + 1 lands while tile t is computed
 constexpr int kChunkElems = 8;   // 16 bytes of a 16-bit type: what cp.async and ldmatrix move
 constexpr int kSwizzleRows = 8;  // ldmatrix reads 8 rows of 16 bytes at a time
-static_assert(kRowsPerWarp == 16, "each warp owns one m16 row tile of the mma");
+static_assert(kRowsPerWarp == 32, "each warp owns two m16 row tiles of the mma");
 static_assert(kBlockM % kSwizzleRows == 0, "warps' rows start on a swizzle period");
 
 template <int kHeadDim>
@@ -110,20 +112,22 @@ using course::cp_async_commit;
 using course::cp_async_wait;
 using course::smem_address;
 
-// Four 8x8 matrices of 16-bit elements from shared memory: lanes 8i .. 8i + 7 give the addresses
-// of the 8 rows (16 bytes each) of matrix i; lane l receives, of each matrix, row l / 4, elements
-// 2 (l % 4) and 2 (l % 4) + 1 (one 32-bit register per matrix). .trans hands out the transposed
-// matrix: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4.
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row_address) {
+// Four 8x8 matrices of 16-bit elements from shared memory: lanes 8i .. 8i + 7 give the
+// shared-memory addresses (smem_address) of the 8 rows (16 bytes each) of matrix i; lane l
+// receives, of each matrix, row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 (one 32-bit register
+// per matrix). .trans hands out the transposed matrix: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1
+// of column l / 4.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t row_address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row_address))
+               : "r"(row_address)
                : "memory");
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row_address) {
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4],
+                                                  std::uint32_t row_address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row_address))
+               : "r"(row_address)
                : "memory");
 }
 
@@ -171,21 +175,34 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 // Given: rows 0 .. kRows - 1 of a tile, row r from src + r * row_stride (elements), into the
-// swizzled tile_s; rows >= rows_valid are zero-filled. Every thread copies
-// kRows * kChunks / kThreads chunks; consecutive threads take consecutive chunks of a row, so a
-// warp reads whole 16-byte-aligned row segments from global memory.
+// swizzled tile_s; rows >= rows_valid are zero-filled. Thread x copies chunk x % kChunks of rows
+// x / kChunks + i * kRowsPerPass: consecutive threads take consecutive chunks of a row, so a warp
+// reads whole 16-byte-aligned row segments from global memory. kRowsPerPass is a multiple of the
+// swizzle's 8 rows, so a thread's chunk lands at the same XOR-ed place in each of its rows and its
+// addresses step by constants (computing each row's swizzle anew kept 16 addresses live in
+// registers, which the kernel had to spill).
 template <int kRows, int kHeadDim, class T>
 __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
                                           std::int64_t row_stride, int rows_valid) {
   constexpr int kChunks = kHeadDim / kChunkElems;
-  static_assert((kRows * kChunks) % kThreads == 0, "every thread copies as many chunks");
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  static_assert(
+      kThreads % kChunks == 0 && kRowsPerPass % kSwizzleRows == 0 && kRows % kRowsPerPass == 0,
+      "whole passes of whole rows, each a multiple of the swizzle period");
+  // The thread's index made opaque: recomputed at every call, its addresses need no register
+  // across the kernel's loop (kept live, they were what the kernel spilled).
+  int tid = static_cast<int>(threadIdx.x);
+  asm volatile("" : "+r"(tid));
+  const int r0 = tid / kChunks, c = tid % kChunks;
+  T* dst = tile_s + swizzle(r0, c, kChunks) * kChunkElems;
+  const T* from = src + r0 * row_stride + c * kChunkElems;
+  // Below 2^31 elements: check_prefill_args bounds the heads.
+  const int step = kRowsPerPass * static_cast<int>(row_stride);
 #pragma unroll
-  for (int i = 0; i < kRows * kChunks / kThreads; ++i) {
-    const int idx = i * kThreads + static_cast<int>(threadIdx.x);
-    const int r = idx / kChunks, c = idx % kChunks;  // row of the tile, 16-byte chunk of the row
-    const bool valid = r < rows_valid;
-    const T* from = src + (valid ? r : 0) * row_stride + c * kChunkElems;
-    cp_async_16_zfill(tile_s + swizzle(r, c, kChunks) * kChunkElems, from, valid);
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const bool valid = r0 + i * kRowsPerPass < rows_valid;
+    cp_async_16_zfill(dst + i * kRowsPerPass * kChunks * kChunkElems, valid ? from : src, valid);
+    from += step;
   }
 }
 
@@ -195,14 +212,16 @@ __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
 // computes query rows q0 .. q0 + 127 of its head and sequence, with q0 = 128 * (ranks - 1 - rank):
 // the LAST tiles, which have the most keys to visit under the causal mask, start first, so the
 // short ones fill the gaps at the end instead of one long block finishing alone (lesson §8.3).
-// Warp w owns rows 16w .. 16w + 15 of the block; in every fragment below lane l holds rows
-// g = l / 4 and g + 8 of them, and columns 2t, 2t + 1 (t = l % 4) of every 8-column tile.
-// Per key tile: S = Q K^T (16 x kBlockN per warp, float32 in registers), the mask on the tiles
-// that need it, the online softmax (running max m and sum l per row, O rescaled when m grows),
-// P = exp2(S * scale * log2 e - m * scale * log2 e) rounded to 16 bits IN REGISTERS as the A
-// operand of O += P V (the accumulator layout of S is the A layout of P: lesson §7.2).
+// Warp w owns rows 32w .. 32w + 31 of the block, as two m16 tiles mi = 0, 1; in every fragment
+// below lane l holds rows g = l / 4 and g + 8 of an m16 tile, and columns 2t, 2t + 1 (t = l % 4)
+// of every 8-column tile. Per key tile: S = Q K^T (32 x kBlockN per warp, float32 in registers;
+// each K fragment feeds both m16 tiles), the mask on the tiles that need it, the online softmax
+// (running max m and sum l per row, O rescaled when m grows), P = exp2(S * scale * log2 e - m *
+// scale * log2 e) rounded to 16 bits IN REGISTERS as the A operand of O += P V (the accumulator
+// layout of S is the A layout of P: lesson §7.2), each V fragment again feeding both m16 tiles.
+// Registers are the limit (lesson §6.4): O is 128 float32 per lane at head dim 128, S 64.
 template <class T, int kHeadDim>
-__global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const PrefillArgs<T> args) {
+__global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const PrefillArgs<T> args) {
   constexpr int kN = kBlockN<kHeadDim>;
   [[maybe_unused]] constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
   constexpr int kQkSteps = kHeadDim / 16;             // k16 steps of Q K^T (over the head dim)
@@ -248,51 +267,55 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   const KvTileRange range = tile_range(q0, len_q, len_kv, args.causal, kBlockM, kN);
   [[maybe_unused]] const int offset = len_kv - len_q;  // row r sees keys <= r + offset (causal)
   const float scale_log2 = args.scale * kLog2e;
+  [[maybe_unused]] const std::uint32_t q_addr = smem_address(q_s), k_addr = smem_address(k_s),
+                                       v_addr = smem_address(v_s);
 
-  [[maybe_unused]] float o_acc[kOTiles][4] = {};           // O, unnormalised, float32
-  [[maybe_unused]] float row_max[2] = {kNegInf, kNegInf};  // m of rows g and g + 8 (raw scores)
-  [[maybe_unused]] float row_sum[2] = {0.0f, 0.0f};  // this lane's part of l (its columns only)
+  [[maybe_unused]] float o_acc[kMTiles][kOTiles][4] = {};  // O, unnormalised, float32
+  // m (raw scores) and this lane's part of l, of rows g and g + 8 of each m16 tile.
+  [[maybe_unused]] float row_max[kMTiles][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+  [[maybe_unused]] float row_sum[kMTiles][2] = {};
 
   if (range.tiles > 0) {
     // TODO(d12.3a) (lesson §5, §6.2): the prologue. Issue the Q tile (load_tile<kBlockM,
     // kHeadDim>(q_s, q_g, q_stride, len_q - q0)) and commit; issue K and V tile 0 (load_tile<kN,
-    // kHeadDim> into k_s and v_s, len_kv valid rows) and commit. cp_async_wait<1>() (Q has
-    // landed: only tile 0's group may still be pending), __syncthreads(), then load this warp's Q
-    // fragments with ldmatrix_x4: for step kk, lane l addresses row warp * 16 + l % 8 +
-    // (l / 8) % 2 * 8, chunk 2 kk + l / 16, through swizzle().
-    [[maybe_unused]] std::uint32_t q_frag[kQkSteps][4] = {};
+    // kHeadDim> into k_s and v_s, len_kv valid rows) and commit.
 
     for (int t = 0; t < range.tiles; ++t) {
       // TODO(d12.3b) (lesson §5): the double buffer. Wait for tile t (cp_async_wait<0>()), ONE
-      // __syncthreads() (every thread's copies landed; tile t - 1's stage is free), then issue K
-      // and V tile t + 1 (if any) into stage (t + 1) % kStages, rows kv0 = (t + 1) * kN on, and
-      // commit, even when there was nothing to issue.
-      [[maybe_unused]] const T* kt_s = k_s + (t % kStages) * kN * kHeadDim;
-      [[maybe_unused]] const T* vt_s = v_s + (t % kStages) * kN * kHeadDim;
+      // __syncthreads() (every thread's copies landed, Q's too; tile t - 1's stage is free), then
+      // issue K and V tile t + 1 (if any) into stage (t + 1) % kStages, rows kv0 = (t + 1) * kN
+      // on, and commit, even when there was nothing to issue.
+      [[maybe_unused]] const std::uint32_t kt_addr =
+          k_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
+      [[maybe_unused]] const std::uint32_t vt_addr =
+          v_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
 
       // TODO(d12.3c) (lesson §6.2, §6.3): S = Q K^T into s_acc. For every k16 step kk of the head
-      // dim and every pair nn of n8 key tiles: one ldmatrix_x4 (no .trans: K stored [key][dim] is
-      // the column-major B operand) where lane l addresses key 16 nn + l % 8 + l / 16 * 8, chunk
-      // 2 kk + (l / 8) % 2; then mma_16816 into s_acc[2 nn] with b[0], b[1] and into
-      // s_acc[2 nn + 1] with b[2], b[3].
-      [[maybe_unused]] float s_acc[kSTiles][4] = {};
+      // dim: this warp's two Q fragments (ldmatrix_x4; for m16 tile mi, lane l addresses row
+      // warp * 32 + mi * 16 + l % 8 + (l / 8) % 2 * 8, chunk 2 kk + l / 16); then for every pair
+      // nn of n8 key tiles one ldmatrix_x4 of K (no .trans: K stored [key][dim] is the
+      // column-major B operand) where lane l addresses key 16 nn + l % 8 + l / 16 * 8, chunk
+      // 2 kk + (l / 8) % 2, and for each mi mma_16816 into s_acc[mi][2 nn] with b[0], b[1] and
+      // into s_acc[mi][2 nn + 1] with b[2], b[3]. A row's byte address: tile + 16 * swizzle(row,
+      // chunk, kChunks). (Lesson §6.4: what to do when ptxas spills.)
+      [[maybe_unused]] float s_acc[kMTiles][kSTiles][4] = {};
 
-      // TODO(d12.5) (lesson §4): only when t >= range.first_masked: s_acc[j][e] = -inf where key
-      // col = t * kN + 8 j + 2 tq + e % 2 is >= len_kv or, when args.causal, > row + offset, with
-      // row = q0 + warp * 16 + g + (e / 2) * 8.
+      // TODO(d12.5) (lesson §4): only when t >= range.first_masked: s_acc[mi][j][e] = -inf where
+      // key col = t * kN + 8 j + 2 tq + e % 2 is >= len_kv or, when args.causal, > row + offset,
+      // with row = q0 + warp * 32 + mi * 16 + g + (e / 2) * 8.
 
-      // TODO(d12.4a) (lesson §3.3): the online softmax of the tile. The tile's max of rows g
-      // (e = 0, 1) and g + 8 (e = 2, 3), over this lane's columns, then over the quad with
-      // __shfl_xor_sync 1 and 2. new max m; max_scaled = m * scale_log2 (0 while m = -inf);
-      // correction = fast_exp2(old m * scale_log2 - max_scaled); row_sum *= correction; O *=
-      // correction (skip it when no row's max changed); p = fast_exp2(s * scale_log2 -
-      // max_scaled) back into s_acc, added to row_sum.
+      // TODO(d12.4a) (lesson §3.3): the online softmax of the tile, for each m16 tile mi. The
+      // tile's max of rows g (e = 0, 1) and g + 8 (e = 2, 3), over this lane's columns, then over
+      // the quad with __shfl_xor_sync 1 and 2. new max m; max_scaled = m * scale_log2 (0 while
+      // m = -inf); correction = fast_exp2(old m * scale_log2 - max_scaled); row_sum *=
+      // correction; O *= correction (skip it when no row's max changed); p = fast_exp2(s *
+      // scale_log2 - max_scaled) back into s_acc, added to row_sum.
 
-      // TODO(d12.4b) (lesson §7.2): O += P V. For every k16 step kk of the keys, the A fragment
-      // is {pack2<T>(s_acc[2kk][0], [1]), pack2<T>(s_acc[2kk][2], [3]), the same of s_acc[2kk +
-      // 1]}; for every pair dd of n8 dim tiles one ldmatrix_x4_trans of V where lane l addresses
-      // key 16 kk + l % 8 + (l / 8) % 2 * 8, chunk 2 dd + l / 16; mma_16816 into o_acc[2 dd] with
-      // b[0], b[1] and o_acc[2 dd + 1] with b[2], b[3].
+      // TODO(d12.4b) (lesson §7.2): O += P V. For every k16 step kk of the keys, m16 tile mi's A
+      // fragment is {pack2<T>(s_acc[mi][2kk][0], [1]), pack2<T>(s_acc[mi][2kk][2], [3]), the same
+      // of s_acc[mi][2kk + 1]}; for every pair dd of n8 dim tiles one ldmatrix_x4_trans of V
+      // where lane l addresses key 16 kk + l % 8 + (l / 8) % 2 * 8, chunk 2 dd + l / 16; for each
+      // mi, mma_16816 into o_acc[mi][2 dd] with b[0], b[1] and o_acc[mi][2 dd + 1] with b[2], b[3].
     }
     cp_async_wait<0>();  // nothing of this block is in flight when it writes and leaves
   }
@@ -300,9 +323,9 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   // TODO(d12.4c) (lesson §3.4): the epilogue, for every block (also one with no tile). Sum
   // row_sum over the quad (__shfl_xor_sync 1 and 2). o = o_acc / l (0 when l == 0), rounded with
   // pack2<T>, written for the rows < len_q of o at (q_start + row) * q_stride + head * kHeadDim
-  // (16-byte stores through this warp's own rows of q_s are fastest: swizzled like Q, then a
-  // __syncwarp()); lse[head * total_q + q_start + row] = (m * scale_log2 + log2 l) * kLn2, or
-  // -inf when l == 0, by the lanes with tq == 0.
+  // (16-byte stores through this warp's own 32 rows of q_s are fastest: __syncwarp() first, then
+  // swizzled like Q, then a __syncwarp()); lse[head * total_q + q_start + row] = (m * scale_log2 +
+  // log2 l) * kLn2, or -inf when l == 0, by the lanes with tq == 0.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -566,6 +589,9 @@ bool check_prefill_args(const char* who, const PrefillArgs<T>& a) {
                   name + ": num_heads (" + std::to_string(a.num_heads) +
                       ") must be a positive multiple of num_kv_heads (" +
                       std::to_string(a.num_kv_heads) + ")");
+  course::require(
+      a.num_heads <= 65535,
+      name + ": num_heads must be at most 65535 (a tile's rows step by 32-bit offsets)");
   course::require(std::isfinite(a.scale) && a.scale > 0.0f,
                   name + ": scale must be positive and finite (usually 1 / sqrt(head_dim))");
   course::require(

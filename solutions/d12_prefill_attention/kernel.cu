@@ -23,19 +23,21 @@
 namespace d12 {
 
 // ---------------------------------------------------------------------------------------------
-// The tiles (lesson §3). A block owns kBlockM = 128 query rows of one head of one sequence: 8 warps
-// of 16 rows, one m16 tile each. It streams the sequence's keys and values in tiles of kBlockN
-// rows (64 for head dim 128, 128 for head dim 64: 16 KiB of K and 16 KiB of V per tile either way).
-// Shared memory: the Q tile (read once into registers, reused at the end to stage O), then
-// kStages K tiles and kStages V tiles, every tile XOR-swizzled (swizzled_chunk).
+// The tiles (lesson §3). A block owns kBlockM = 128 query rows of one head of one sequence: 4 warps
+// of 32 rows, two m16 tiles each, so that every K and V fragment a warp loads feeds two mma. It
+// streams the sequence's keys and values in tiles of kBlockN rows (64 for head dim 128, 128 for
+// head dim 64: 16 KiB of K and 16 KiB of V per tile either way). Shared memory: the Q tile (read
+// by ldmatrix at every key tile, reused at the end to stage O), then kStages K tiles and kStages V
+// tiles, every tile XOR-swizzled (swizzled_chunk): 96 KiB, two blocks (8 warps) per SM.
 constexpr int kWarpSize = 32;
-constexpr int kWarps = 8;
+constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kRowsPerWarp = kBlockM / kWarps;
+constexpr int kMTiles = kRowsPerWarp / 16;  // m16 tiles of a warp's rows
 constexpr int kStages = 2;       // K/V double buffer: tile t + 1 lands while tile t is computed
 constexpr int kChunkElems = 8;   // 16 bytes of a 16-bit type: what cp.async and ldmatrix move
 constexpr int kSwizzleRows = 8;  // ldmatrix reads 8 rows of 16 bytes at a time
-static_assert(kRowsPerWarp == 16, "each warp owns one m16 row tile of the mma");
+static_assert(kRowsPerWarp == 32, "each warp owns two m16 row tiles of the mma");
 static_assert(kBlockM % kSwizzleRows == 0, "warps' rows start on a swizzle period");
 
 template <int kHeadDim>
@@ -115,20 +117,22 @@ using course::cp_async_commit;
 using course::cp_async_wait;
 using course::smem_address;
 
-// Four 8x8 matrices of 16-bit elements from shared memory: lanes 8i .. 8i + 7 give the addresses
-// of the 8 rows (16 bytes each) of matrix i; lane l receives, of each matrix, row l / 4, elements
-// 2 (l % 4) and 2 (l % 4) + 1 (one 32-bit register per matrix). .trans hands out the transposed
-// matrix: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4.
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row_address) {
+// Four 8x8 matrices of 16-bit elements from shared memory: lanes 8i .. 8i + 7 give the
+// shared-memory addresses (smem_address) of the 8 rows (16 bytes each) of matrix i; lane l
+// receives, of each matrix, row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 (one 32-bit register
+// per matrix). .trans hands out the transposed matrix: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1
+// of column l / 4.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t row_address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row_address))
+               : "r"(row_address)
                : "memory");
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row_address) {
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4],
+                                                  std::uint32_t row_address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row_address))
+               : "r"(row_address)
                : "memory");
 }
 
@@ -176,21 +180,34 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 // Given: rows 0 .. kRows - 1 of a tile, row r from src + r * row_stride (elements), into the
-// swizzled tile_s; rows >= rows_valid are zero-filled. Every thread copies
-// kRows * kChunks / kThreads chunks; consecutive threads take consecutive chunks of a row, so a
-// warp reads whole 16-byte-aligned row segments from global memory.
+// swizzled tile_s; rows >= rows_valid are zero-filled. Thread x copies chunk x % kChunks of rows
+// x / kChunks + i * kRowsPerPass: consecutive threads take consecutive chunks of a row, so a warp
+// reads whole 16-byte-aligned row segments from global memory. kRowsPerPass is a multiple of the
+// swizzle's 8 rows, so a thread's chunk lands at the same XOR-ed place in each of its rows and its
+// addresses step by constants (computing each row's swizzle anew kept 16 addresses live in
+// registers, which the kernel had to spill).
 template <int kRows, int kHeadDim, class T>
 __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
                                           std::int64_t row_stride, int rows_valid) {
   constexpr int kChunks = kHeadDim / kChunkElems;
-  static_assert((kRows * kChunks) % kThreads == 0, "every thread copies as many chunks");
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  static_assert(
+      kThreads % kChunks == 0 && kRowsPerPass % kSwizzleRows == 0 && kRows % kRowsPerPass == 0,
+      "whole passes of whole rows, each a multiple of the swizzle period");
+  // The thread's index made opaque: recomputed at every call, its addresses need no register
+  // across the kernel's loop (kept live, they were what the kernel spilled).
+  int tid = static_cast<int>(threadIdx.x);
+  asm volatile("" : "+r"(tid));
+  const int r0 = tid / kChunks, c = tid % kChunks;
+  T* dst = tile_s + swizzle(r0, c, kChunks) * kChunkElems;
+  const T* from = src + r0 * row_stride + c * kChunkElems;
+  // Below 2^31 elements: check_prefill_args bounds the heads.
+  const int step = kRowsPerPass * static_cast<int>(row_stride);
 #pragma unroll
-  for (int i = 0; i < kRows * kChunks / kThreads; ++i) {
-    const int idx = i * kThreads + static_cast<int>(threadIdx.x);
-    const int r = idx / kChunks, c = idx % kChunks;  // row of the tile, 16-byte chunk of the row
-    const bool valid = r < rows_valid;
-    const T* from = src + (valid ? r : 0) * row_stride + c * kChunkElems;
-    cp_async_16_zfill(tile_s + swizzle(r, c, kChunks) * kChunkElems, from, valid);
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const bool valid = r0 + i * kRowsPerPass < rows_valid;
+    cp_async_16_zfill(dst + i * kRowsPerPass * kChunks * kChunkElems, valid ? from : src, valid);
+    from += step;
   }
 }
 
@@ -200,14 +217,16 @@ __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
 // computes query rows q0 .. q0 + 127 of its head and sequence, with q0 = 128 * (ranks - 1 - rank):
 // the LAST tiles, which have the most keys to visit under the causal mask, start first, so the
 // short ones fill the gaps at the end instead of one long block finishing alone (lesson §8.3).
-// Warp w owns rows 16w .. 16w + 15 of the block; in every fragment below lane l holds rows
-// g = l / 4 and g + 8 of them, and columns 2t, 2t + 1 (t = l % 4) of every 8-column tile.
-// Per key tile: S = Q K^T (16 x kBlockN per warp, float32 in registers), the mask on the tiles
-// that need it, the online softmax (running max m and sum l per row, O rescaled when m grows),
-// P = exp2(S * scale * log2 e - m * scale * log2 e) rounded to 16 bits IN REGISTERS as the A
-// operand of O += P V (the accumulator layout of S is the A layout of P: lesson §7.2).
+// Warp w owns rows 32w .. 32w + 31 of the block, as two m16 tiles mi = 0, 1; in every fragment
+// below lane l holds rows g = l / 4 and g + 8 of an m16 tile, and columns 2t, 2t + 1 (t = l % 4)
+// of every 8-column tile. Per key tile: S = Q K^T (32 x kBlockN per warp, float32 in registers;
+// each K fragment feeds both m16 tiles), the mask on the tiles that need it, the online softmax
+// (running max m and sum l per row, O rescaled when m grows), P = exp2(S * scale * log2 e - m *
+// scale * log2 e) rounded to 16 bits IN REGISTERS as the A operand of O += P V (the accumulator
+// layout of S is the A layout of P: lesson §7.2), each V fragment again feeding both m16 tiles.
+// Registers are the limit (lesson §6.4): O is 128 float32 per lane at head dim 128, S 64.
 template <class T, int kHeadDim>
-__global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const PrefillArgs<T> args) {
+__global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const PrefillArgs<T> args) {
   constexpr int kN = kBlockN<kHeadDim>;
   constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
   constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of Q K^T (over the head dim)
@@ -249,14 +268,17 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   const KvTileRange range = tile_range(q0, len_q, len_kv, args.causal, kBlockM, kN);
   const int offset = len_kv - len_q;  // row r sees keys <= r + offset (causal)
   const float scale_log2 = args.scale * kLog2e;
+  const std::uint32_t q_addr = smem_address(q_s), k_addr = smem_address(k_s),
+                      v_addr = smem_address(v_s);
 
-  float o_acc[kOTiles][4] = {};           // O, unnormalised, float32
-  float row_max[2] = {kNegInf, kNegInf};  // m of rows g and g + 8 (raw scores)
-  float row_sum[2] = {0.0f, 0.0f};        // this lane's part of l (its columns only)
+  float o_acc[kMTiles][kOTiles][4] = {};  // O, unnormalised, float32
+  // m (raw scores) and this lane's part of l, of rows g and g + 8 of each m16 tile.
+  float row_max[kMTiles][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+  float row_sum[kMTiles][2] = {};
 
   if (range.tiles > 0) {
     // Prologue: Q (group 0) and key tiles 0 .. kStages - 2 (one group each, empty past the
-    // last tile) in flight; Q into registers once it landed.
+    // last tile) in flight.
     load_tile<kBlockM, kHeadDim>(q_s, q_g, q_stride, len_q - q0);
     cp_async_commit();
 #pragma unroll
@@ -270,19 +292,16 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
       }
       cp_async_commit();
     }
-    cp_async_wait<kStages - 1>();  // Q has landed (this thread's copies) ...
-    __syncthreads();               // ... and every thread's
-    // Q's A fragments for the whole loop: matrix i of step kk = rows 8 (i % 2) .., chunk
-    // 2 kk + i / 2 (a[0] rows 0-7 low k, a[1] rows 8-15 low k, a[2] rows 0-7 high k, a[3] ...).
-    std::uint32_t q_frag[kQkSteps][4];
-#pragma unroll
-    for (int kk = 0; kk < kQkSteps; ++kk) {
-      const int r = warp * kRowsPerWarp + lane % 8 + (lane / 8) % 2 * 8;
-      const int c = 2 * kk + lane / 16;
-      ldmatrix_x4(q_frag[kk], q_s + swizzle(r, c, kChunks) * kChunkElems);
-    }
 
     for (int t = 0; t < range.tiles; ++t) {
+      // The lane's parts of the ldmatrix addresses: row l % 8 of a matrix (which is also the
+      // row's swizzle, every matrix starting on a multiple of 8 rows), and the bits l / 16 and
+      // (l / 8) % 2 that pick the matrix. The empty asm makes them opaque once per tile, so that
+      // the compiler recomputes each address (2-3 integer instructions) next to its ldmatrix
+      // instead of keeping 24 precomputed ones live across the loop: at 255 registers it spilled
+      // them, and the loop ran 20 % slower (lesson §6.4).
+      int r8 = lane % 8, hi = lane / 16, mid = lane / 8 % 2;
+      asm volatile("" : "+r"(r8), "+r"(hi), "+r"(mid));
       cp_async_wait<kStages - 2>();  // tile t has landed (this thread's copies) ...
       __syncthreads();               // ... every thread's; and tile t - 1's stage is no longer read
       if (t + kStages - 1 < range.tiles) {  // into the stage tile t - 1 used
@@ -294,23 +313,34 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
                                 len_kv - kv0);
       }
       cp_async_commit();  // always, even empty: one group per tile in every thread
-      const T* kt_s = k_s + (t % kStages) * kN * kHeadDim;
-      const T* vt_s = v_s + (t % kStages) * kN * kHeadDim;
+      const std::uint32_t kt_addr = k_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
+      const std::uint32_t vt_addr = v_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
 
-      // S = Q K^T. K is stored [key][dim], which IS the column-major B operand: ldmatrix without
-      // .trans; matrix i = keys 8 (i / 2) .. of the pair, chunk 2 kk + i % 2 -> b0, b1 of n8 tile
-      // 2 nn, then b0, b1 of tile 2 nn + 1.
-      float s_acc[kSTiles][4] = {};
-#pragma unroll
+      // S = Q K^T. Q's A fragments of step kk: matrix i = rows 8 (i % 2) .. of the m16 tile,
+      // chunk 2 kk + i / 2. K is stored [key][dim], which IS the column-major B operand: ldmatrix
+      // without .trans; matrix i = keys 8 (i / 2) .. of the pair, chunk 2 kk + i % 2 -> b0, b1 of
+      // n8 tile 2 nn, then b0, b1 of tile 2 nn + 1. Byte address = 16 * swizzle(row, chunk).
+      float s_acc[kMTiles][kSTiles][4] = {};
+      // Unrolled at head dim 128; at 64, whose S is twice as wide (128 keys: 128 float32 per
+      // lane), one step at a time, or ptxas spills.
+#pragma unroll(kHeadDim == 128 ? kQkSteps : 1)
       for (int kk = 0; kk < kQkSteps; ++kk) {
+        std::uint32_t qa[kMTiles][4];
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi) {
+          const int row = warp * kRowsPerWarp + mi * 16 + mid * 8 + r8;
+          ldmatrix_x4(qa[mi], q_addr + 16u * (row * kChunks + ((2 * kk + hi) ^ r8)));
+        }
 #pragma unroll
         for (int nn = 0; nn < kSTiles / 2; ++nn) {
-          const int key = 16 * nn + lane % 8 + lane / 16 * 8;
-          const int c = 2 * kk + (lane / 8) % 2;
+          const int key = 16 * nn + hi * 8 + r8;
           std::uint32_t b[4];
-          ldmatrix_x4(b, kt_s + swizzle(key, c, kChunks) * kChunkElems);
-          mma_16816<T>(s_acc[2 * nn], q_frag[kk], b[0], b[1]);
-          mma_16816<T>(s_acc[2 * nn + 1], q_frag[kk], b[2], b[3]);
+          ldmatrix_x4(b, kt_addr + 16u * (key * kChunks + ((2 * kk + mid) ^ r8)));
+#pragma unroll
+          for (int mi = 0; mi < kMTiles; ++mi) {
+            mma_16816<T>(s_acc[mi][2 * nn], qa[mi], b[0], b[1]);
+            mma_16816<T>(s_acc[mi][2 * nn + 1], qa[mi], b[2], b[3]);
+          }
         }
       }
 
@@ -319,77 +349,92 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
       if (t >= range.first_masked) {
         const int kv0 = t * kN;
 #pragma unroll
-        for (int j = 0; j < kSTiles; ++j) {
+        for (int mi = 0; mi < kMTiles; ++mi)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = q0 + warp * kRowsPerWarp + g + (e / 2) * 8;  // in the sequence
-            const int col = kv0 + 8 * j + 2 * tq + e % 2;                // key in the sequence
-            if (col >= len_kv || (args.causal && col > row + offset)) s_acc[j][e] = kNegInf;
+          for (int j = 0; j < kSTiles; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int row = q0 + warp * kRowsPerWarp + mi * 16 + g + (e / 2) * 8;  // in the seq.
+              const int col = kv0 + 8 * j + 2 * tq + e % 2;  // key in the sequence
+              if (col >= len_kv || (args.causal && col > row + offset)) s_acc[mi][j][e] = kNegInf;
+            }
           }
-        }
       }
 
-      // The online softmax (lesson §3.3). The row's max over the tile: this lane's columns, then
+      // The online softmax (lesson §3.3). A row's max over the tile: this lane's columns, then
       // the 4 lanes of the quad that share the row (lanes 4g .. 4g + 3: xor 1 and xor 2).
-      float tile_max[2] = {kNegInf, kNegInf};
+      float max_scaled[kMTiles][2], correction[kMTiles][2];
+      bool grew = false;
 #pragma unroll
-      for (int j = 0; j < kSTiles; ++j) {
-        tile_max[0] = fmaxf(tile_max[0], fmaxf(s_acc[j][0], s_acc[j][1]));
-        tile_max[1] = fmaxf(tile_max[1], fmaxf(s_acc[j][2], s_acc[j][3]));
-      }
-      float max_scaled[2], correction[2];
+      for (int mi = 0; mi < kMTiles; ++mi) {
+        float tile_max[2] = {kNegInf, kNegInf};
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        const float new_max = fmaxf(row_max[r], tile_max[r]);
-        // A row with no visible key so far keeps m = -inf; subtracting 0 instead keeps
-        // (-inf) - (-inf) = NaN out of exp2 (every p of that row is exp2(-inf) = 0).
-        max_scaled[r] = new_max == kNegInf ? 0.0f : new_max * scale_log2;
-        correction[r] = fast_exp2(row_max[r] * scale_log2 - max_scaled[r]);  // 0 from -inf
-        row_max[r] = new_max;
-        row_sum[r] *= correction[r];
+        for (int j = 0; j < kSTiles; ++j) {
+          tile_max[0] = fmaxf(tile_max[0], fmaxf(s_acc[mi][j][0], s_acc[mi][j][1]));
+          tile_max[1] = fmaxf(tile_max[1], fmaxf(s_acc[mi][j][2], s_acc[mi][j][3]));
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+          const float new_max = fmaxf(row_max[mi][r], tile_max[r]);
+          // A row with no visible key so far keeps m = -inf; subtracting 0 instead keeps
+          // (-inf) - (-inf) = NaN out of exp2 (every p of that row is exp2(-inf) = 0).
+          max_scaled[mi][r] = new_max == kNegInf ? 0.0f : new_max * scale_log2;
+          correction[mi][r] = fast_exp2(row_max[mi][r] * scale_log2 - max_scaled[mi][r]);
+          row_max[mi][r] = new_max;
+          row_sum[mi][r] *= correction[mi][r];
+          grew = grew || correction[mi][r] != 1.0f;
+        }
       }
       // O is rescaled only when some row's max grew (correction 1 leaves it as it is): one vote,
       // so the warp takes the branch together.
-      if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
+      if (__any_sync(0xffffffffu, grew)) {
 #pragma unroll
-        for (int d = 0; d < kOTiles; ++d) {
+        for (int mi = 0; mi < kMTiles; ++mi)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) o_acc[d][e] *= correction[e / 2];
-        }
+          for (int d = 0; d < kOTiles; ++d) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o_acc[mi][d][e] *= correction[mi][e / 2];
+          }
       }
 #pragma unroll
-      for (int j = 0; j < kSTiles; ++j) {
+      for (int mi = 0; mi < kMTiles; ++mi)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          // One FFMA and one MUFU.EX2 per score: scale and log2 e folded into scale_log2.
-          const float p = fast_exp2(s_acc[j][e] * scale_log2 - max_scaled[e / 2]);
-          s_acc[j][e] = p;
-          row_sum[e / 2] += p;
+        for (int j = 0; j < kSTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            // One FFMA and one MUFU.EX2 per score: scale and log2 e folded into scale_log2.
+            const float p = fast_exp2(s_acc[mi][j][e] * scale_log2 - max_scaled[mi][e / 2]);
+            s_acc[mi][j][e] = p;
+            row_sum[mi][e / 2] += p;
+          }
         }
-      }
 
-      // O += P V. P's A fragment of key step kk is S's accumulators of n8 tiles 2 kk and
-      // 2 kk + 1, rounded to T: no shared memory. V is stored [key][dim]: the B operand (k = key,
-      // n = dim) needs two keys of one dim per register, so ldmatrix .trans; matrix i = keys
-      // 8 (i % 2) .. of the step, chunk 2 dd + i / 2 -> b0, b1 of dim tile 2 dd, then 2 dd + 1.
+        // O += P V. P's A fragment of key step kk is S's accumulators of n8 tiles 2 kk and
+        // 2 kk + 1, rounded to T: no shared memory. V is stored [key][dim]: the B operand (k = key,
+        // n = dim) needs two keys of one dim per register, so ldmatrix .trans; matrix i = keys
+        // 8 (i % 2) .. of the step, chunk 2 dd + i / 2 -> b0, b1 of dim tile 2 dd, then 2 dd + 1.
 #pragma unroll
       for (int kk = 0; kk < kPvSteps; ++kk) {
-        const std::uint32_t a[4] = {
-            pack2<T>(s_acc[2 * kk][0], s_acc[2 * kk][1]),
-            pack2<T>(s_acc[2 * kk][2], s_acc[2 * kk][3]),
-            pack2<T>(s_acc[2 * kk + 1][0], s_acc[2 * kk + 1][1]),
-            pack2<T>(s_acc[2 * kk + 1][2], s_acc[2 * kk + 1][3]),
-        };
+        std::uint32_t a[kMTiles][4];
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi) {
+          a[mi][0] = pack2<T>(s_acc[mi][2 * kk][0], s_acc[mi][2 * kk][1]);
+          a[mi][1] = pack2<T>(s_acc[mi][2 * kk][2], s_acc[mi][2 * kk][3]);
+          a[mi][2] = pack2<T>(s_acc[mi][2 * kk + 1][0], s_acc[mi][2 * kk + 1][1]);
+          a[mi][3] = pack2<T>(s_acc[mi][2 * kk + 1][2], s_acc[mi][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int dd = 0; dd < kOTiles / 2; ++dd) {
-          const int key = 16 * kk + lane % 8 + (lane / 8) % 2 * 8;
-          const int c = 2 * dd + lane / 16;
+          const int key = 16 * kk + mid * 8 + r8;
           std::uint32_t b[4];
-          ldmatrix_x4_trans(b, vt_s + swizzle(key, c, kChunks) * kChunkElems);
-          mma_16816<T>(o_acc[2 * dd], a, b[0], b[1]);
-          mma_16816<T>(o_acc[2 * dd + 1], a, b[2], b[3]);
+          ldmatrix_x4_trans(b, vt_addr + 16u * (key * kChunks + ((2 * dd + hi) ^ r8)));
+#pragma unroll
+          for (int mi = 0; mi < kMTiles; ++mi) {
+            mma_16816<T>(o_acc[mi][2 * dd], a[mi], b[0], b[1]);
+            mma_16816<T>(o_acc[mi][2 * dd + 1], a[mi], b[2], b[3]);
+          }
         }
       }
     }
@@ -397,23 +442,38 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
   }
 
   // The epilogue (lesson §3.4): l is the quad's sum; O / l rounded to T, staged in this warp's
-  // own rows of the Q tile (only this warp ever read them) and written with 16-byte stores;
-  // lse = m * scale + ln l. A row with no visible key has l = 0: o = 0 and lse = -inf.
-  float inv_sum[2];
+  // own rows of the Q tile (only this warp ever read them: the __syncwarp makes sure its last
+  // ldmatrix is done) and written with 16-byte stores; lse = m * scale + ln l. A row with no
+  // visible key has l = 0: o = 0 and lse = -inf.
+  __syncwarp();
+  T* o_s = q_s + warp * kRowsPerWarp * kHeadDim;  // this warp's 32 rows, swizzled as Q's
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-    inv_sum[r] = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
-  }
-  T* o_s = q_s + warp * kRowsPerWarp * kHeadDim;  // this warp's 16 rows, swizzled as Q's
-#pragma unroll
-  for (int d = 0; d < kOTiles; ++d) {
+  for (int mi = 0; mi < kMTiles; ++mi) {
+    float inv_sum[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int row = g + 8 * r;
-      *reinterpret_cast<std::uint32_t*>(o_s + swizzle(row, d, kChunks) * kChunkElems + 2 * tq) =
-          pack2<T>(o_acc[d][2 * r] * inv_sum[r], o_acc[d][2 * r + 1] * inv_sum[r]);
+      row_sum[mi][r] += __shfl_xor_sync(0xffffffffu, row_sum[mi][r], 1);
+      row_sum[mi][r] += __shfl_xor_sync(0xffffffffu, row_sum[mi][r], 2);
+      inv_sum[r] = row_sum[mi][r] > 0.0f ? 1.0f / row_sum[mi][r] : 0.0f;
+    }
+#pragma unroll
+    for (int d = 0; d < kOTiles; ++d) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = mi * 16 + g + 8 * r;
+        *reinterpret_cast<std::uint32_t*>(o_s + swizzle(row, d, kChunks) * kChunkElems + 2 * tq) =
+            pack2<T>(o_acc[mi][d][2 * r] * inv_sum[r], o_acc[mi][d][2 * r + 1] * inv_sum[r]);
+      }
+    }
+    if (tq == 0) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int q_row = q0 + warp * kRowsPerWarp + mi * 16 + g + 8 * r;
+        if (q_row < len_q)
+          args.lse[static_cast<std::int64_t>(head) * args.total_q + q_start + q_row] =
+              row_sum[mi][r] > 0.0f ? (row_max[mi][r] * scale_log2 + __log2f(row_sum[mi][r])) * kLn2
+                                    : kNegInf;
+      }
     }
   }
   __syncwarp();  // the warp's staged rows are complete before its lanes read them back
@@ -429,15 +489,6 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_1_mma_kernel(const Prefil
       const Chunk v = *reinterpret_cast<const Chunk*>(o_s + swizzle(row, c, kChunks) * kChunkElems);
       *reinterpret_cast<Chunk*>(args.o + (q_start + q_row) * q_stride +
                                 static_cast<std::int64_t>(head) * kHeadDim + c * kChunkElems) = v;
-    }
-  }
-  if (tq == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int q_row = q0 + warp * kRowsPerWarp + g + 8 * r;
-      if (q_row < len_q)
-        args.lse[static_cast<std::int64_t>(head) * args.total_q + q_start + q_row] =
-            row_sum[r] > 0.0f ? (row_max[r] * scale_log2 + __log2f(row_sum[r])) * kLn2 : kNegInf;
     }
   }
 }
@@ -933,6 +984,9 @@ bool check_prefill_args(const char* who, const PrefillArgs<T>& a) {
                   name + ": num_heads (" + std::to_string(a.num_heads) +
                       ") must be a positive multiple of num_kv_heads (" +
                       std::to_string(a.num_kv_heads) + ")");
+  course::require(
+      a.num_heads <= 65535,
+      name + ": num_heads must be at most 65535 (a tile's rows step by 32-bit offsets)");
   course::require(std::isfinite(a.scale) && a.scale > 0.0f,
                   name + ": scale must be positive and finite (usually 1 / sqrt(head_dim))");
   course::require(
