@@ -33,6 +33,25 @@ V = {
   'm6_256x128': (D10, [(M6, 'constexpr int kMmaBM = 256, kMmaBN = 128, kMmaBK = 64, kMmaStages = 3;'), (M6W, 'constexpr int kMmaWarpsM = 4, kMmaWarpsN = 2;')]),
   'm6_256x128_4st': (D10, [(M6, 'constexpr int kMmaBM = 256, kMmaBN = 128, kMmaBK = 64, kMmaStages = 4;'), (M6W, 'constexpr int kMmaWarpsM = 4, kMmaWarpsN = 2;'), (M6A, 'static_assert(kMmaSmemBytes <= 227 * 1024')]),
   'd12base': (D12, []),
+  'r32f': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32f_kernel.txt').read())]),
+  'r32e3': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32e_kernel.txt').read()), (P1S, 'constexpr int kStages = 3; ')]),
+  'r32e': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32e_kernel.txt').read())]),
+  'r32d': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32d_kernel.txt').read())]),
+  'r32du1': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32du1_kernel.txt').read())]),
+  'r32c': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32c_kernel.txt').read())]),
+  'r32cu1': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32cu1_kernel.txt').read())]),
+  'r32b': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32b_kernel.txt').read())]),
+  'r32bu1': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_r32bu1_kernel.txt').read())]),
+  'r32u1': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_rows32_kernel.txt').read().replace('''      float s_acc[kMTiles][kSTiles][4] = {};
+#pragma unroll
+      for (int kk = 0; kk < kQkSteps; ++kk) {''', '''      float s_acc[kMTiles][kSTiles][4] = {};
+#pragma unroll 1
+      for (int kk = 0; kk < kQkSteps; ++kk) {'''))]),
+  'r32u2': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'), ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'), ('KERNEL1', open('/work/tune/p1_rows32_kernel.txt').read().replace('''      float s_acc[kMTiles][kSTiles][4] = {};
+#pragma unroll
+      for (int kk = 0; kk < kQkSteps; ++kk) {''', '''      float s_acc[kMTiles][kSTiles][4] = {};
+#pragma unroll 2
+      for (int kk = 0; kk < kQkSteps; ++kk) {'''))]),
   'p1_bm64': (D12, [('constexpr int kWarps = 8;', 'constexpr int kWarps = 4;'),
                     ('static_assert(kRowsPerWarp == 16,', 'static_assert(kRowsPerWarp == 32,'),
                     ('  return sizeof(std::uint16_t) * kHeadDim * (kBlockM + 2 * kStages * kBlockN<kHeadDim>);', '  return sizeof(std::uint16_t) * kHeadDim * (64 + 2 * kStages * kBlockN<kHeadDim>);'),
