@@ -18,7 +18,6 @@ PyTorch cannot run here (no kernel for this GPU or shape) is reported as such, n
 import argparse
 import json
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -28,6 +27,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import cuda_course  # noqa: E402
+from bench_timing import gpu_time_ms  # noqa: E402
 
 BACKENDS = (("flash (FlashAttention 2)", SDPBackend.FLASH_ATTENTION),
             ("cudnn", SDPBackend.CUDNN_ATTENTION),
@@ -42,21 +42,6 @@ def parse_shape(text):
     if min(b, h, n, d) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: every size must be at least 1")
     return b, h, n, d
-
-
-def median_ms(fn, warmup, iters, flush):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        flush.zero_()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times), (max(times) - min(times)) / statistics.median(times) * 100
 
 
 def rel_l2(a, b):
@@ -100,7 +85,7 @@ def main(argv=None):
                 continue
             if reference is None:
                 reference = out
-            ms, spread = median_ms(run, args.warmup, args.iters, flush)
+            ms, spread = gpu_time_ms(run, args.warmup, args.iters, flush)
             results.append({"kernel": f"torch sdpa {name}", "median_ms": ms, "spread_%": spread,
                             "TFLOP/s": flops / ms / 1e9,
                             "rel_l2_vs_first": rel_l2(out, reference)})
@@ -108,7 +93,7 @@ def main(argv=None):
         def ours():
             return cuda_course.prefill_attention(*packed, cu, n, causal=causal)[0]
         out = ours().reshape(b, n, h, d).transpose(1, 2)
-        ms, spread = median_ms(ours, args.warmup, args.iters, flush)
+        ms, spread = gpu_time_ms(ours, args.warmup, args.iters, flush)
         row = {"kernel": "course prefill_1_mma", "median_ms": ms, "spread_%": spread,
                "TFLOP/s": flops / ms / 1e9}
         if reference is not None:

@@ -15,7 +15,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +23,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import cuda_course  # noqa: E402
+from bench_timing import gpu_time_ms  # noqa: E402
 
 HIDDEN, HEADS, KV_HEADS, DIM, INTER = 4096, 32, 8, 128, 14336
 EPS, THETA = 1e-5, 500000.0
@@ -83,17 +83,7 @@ def torch_layer(x, residual, w, cos, sin, batch, seq_len):
 
 
 def time_ms(fn, warmup, iters):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    return gpu_time_ms(fn, warmup, iters)[0]
 
 
 def main():
