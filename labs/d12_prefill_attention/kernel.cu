@@ -224,8 +224,8 @@ template <class T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const PrefillArgs<T> args) {
   constexpr int kN = kBlockN<kHeadDim>;
   [[maybe_unused]] constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
-  constexpr int kQkSteps = kHeadDim / 16;             // k16 steps of Q K^T (over the head dim)
-  constexpr int kSTiles = kN / 8;                     // n8 tiles of S (over the keys)
+  [[maybe_unused]] constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of Q K^T
+  constexpr int kSTiles = kN / 8;                                   // n8 tiles of S (over the keys)
   [[maybe_unused]] constexpr int kPvSteps = kN / 16;  // k16 steps of P V (over the keys)
   constexpr int kOTiles = kHeadDim / 8;               // n8 tiles of O (over the head dim)
   static_assert(kSTiles % 2 == 0 && kOTiles % 2 == 0, "ldmatrix.x4 feeds two n8 tiles");

@@ -229,7 +229,7 @@ template <class T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const PrefillArgs<T> args) {
   constexpr int kN = kBlockN<kHeadDim>;
   constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
-  constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of Q K^T (over the head dim)
+  constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of Q K^T
   constexpr int kSTiles = kN / 8;                  // n8 tiles of S (over the keys)
   constexpr int kPvSteps = kN / 16;                // k16 steps of P V (over the keys)
   constexpr int kOTiles = kHeadDim / 8;            // n8 tiles of O (over the head dim)
