@@ -22,6 +22,7 @@
 #include "course/cp_async.cuh"
 #include "course/device.h"
 #include "course/mbarrier.cuh"
+#include "course/mma.cuh"
 #include "course/vec.cuh"
 #include "lab.h"
 
@@ -395,28 +396,10 @@ static_assert(kMmaBK % 16 == 0 && kMmaTilesN % 2 == 0, "whole k16 steps, pairs o
 static_assert(kMmaKChunks == 8, "a K-major row is one 128-byte line: chunk ^ (row & 7)");
 static_assert(kMmaSmemBytes <= 163 * 1024, "the stages fit an A100's opt-in shared memory too");
 
-// Four 8 x 8 matrices of 16-bit values; lane l gives the address of row l % 8 of matrix l / 8.
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-// d += a b for one 16 x 8 x 16 tile: a row-major 16 x 16, b "col" 16 x 8, d float32 16 x 8.
-// Not volatile: it only reads and writes registers, so the compiler may schedule it freely
-// between the ldmatrix (which stay volatile: they read shared memory and keep their place
-// after the barrier).
-__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
-                                          std::uint32_t b0, std::uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// ldmatrix.x4 (.trans) and mma.sync.m16n8k16, as written on Day 9: course/mma.cuh.
+using course::ldmatrix_x4;
+using course::ldmatrix_x4_trans;
+using course::mma_16816;
 
 template <BLayout kB>
 __global__ void __launch_bounds__(kMmaThreads, 1)
@@ -521,7 +504,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
         for (int nj = 0; nj < kMmaTilesN; ++nj) {
           const int ni = mi % 2 == 0 ? nj : kMmaTilesN - 1 - nj;
-          mma_16816(acc[mi][ni], cur.a[mi], cur.b[ni][0], cur.b[ni][1]);
+          mma_16816<bfloat16>(acc[mi][ni], cur.a[mi], cur.b[ni][0], cur.b[ni][1]);
         }
     }
   };

@@ -17,6 +17,7 @@
 #include "course/cp_async.cuh"
 #include "course/device.h"
 #include "course/mbarrier.cuh"
+#include "course/mma.cuh"
 #include "course/vec.cuh"
 #include "lab.h"
 
@@ -117,47 +118,11 @@ using course::cp_async_commit;
 using course::cp_async_wait;
 using course::smem_address;
 
-// Four 8x8 matrices of 16-bit elements from shared memory: lanes 8i .. 8i + 7 give the
-// shared-memory addresses (smem_address) of the 8 rows (16 bytes each) of matrix i; lane l
-// receives, of each matrix, row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 (one 32-bit register
-// per matrix). .trans hands out the transposed matrix: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1
-// of column l / 4.
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(row_address)
-               : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4],
-                                                  std::uint32_t row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(row_address)
-               : "memory");
-}
-
-// d += a b on the Tensor Cores: a 16x16 (row-major), b 16x8 (column-major), d 16x8 float32.
-// With g = lane / 4 and t = lane % 4, every lane holds:
-//   a[0] = A[g][2t, 2t+1]     a[1] = A[g+8][2t, 2t+1]   a[2] = A[g][2t+8, 2t+9]   a[3] =
-//   A[g+8][...] b0   = B[2t, 2t+1][g]     b1   = B[2t+8, 2t+9][g] d[0], d[1] = D[g][2t, 2t+1] d[2],
-//   d[3] = D[g+8][2t, 2t+1]
-template <class T>
-__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
-                                          std::uint32_t b0, std::uint32_t b1) {
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7},"
-        " {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7},"
-        " {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
+// ldmatrix.x4 (.trans) and mma.sync.m16n8k16 for bfloat16 and half, as written on Day 9:
+// course/mma.cuh, which also draws the fragments each lane holds.
+using course::ldmatrix_x4;
+using course::ldmatrix_x4_trans;
+using course::mma_16816;
 
 // Two floats rounded to T (to nearest) in one 32-bit register: `lo` in the low half, which is
 // the element of the lower column index in every fragment above.
