@@ -197,6 +197,13 @@ void configure(benchmark::internal::Benchmark* b);
 // error ("output does not match the reference: ...") instead of a speed.
 bool verified(benchmark::State& state, const Comparison& check);
 
+// The first run of a row, before anything is timed: `prepare` (poison the outputs, or restore the
+// inputs), `run` once, `check` (then verified()). False, with the row reported as an error and
+// the reason, when any of them throws (a launcher's argument check, a CUDA error) or the output
+// is wrong: the caller returns without timing.
+bool first_run_verified(benchmark::State& state, const std::function<void()>& prepare,
+                        const std::function<void()>& run, const std::function<Comparison()>& check);
+
 // Sample up to `samples` evenly spaced elements of a large output and compare them with the
 // reference computed only at those indices: a full float64 reference of a 256 MiB tensor
 // would take longer than the benchmark. `options` as for compare() (a kernel built on

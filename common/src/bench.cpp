@@ -221,6 +221,19 @@ bool verified(benchmark::State& state, const Comparison& check) {
   return false;
 }
 
+bool first_run_verified(benchmark::State& state, const std::function<void()>& prepare,
+                        const std::function<void()>& run,
+                        const std::function<Comparison()>& check) {
+  try {
+    prepare();
+    run();
+    return verified(state, check());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return false;
+  }
+}
+
 double vendor_median_us(const std::string& shape_key, const std::function<void()>& vendor_work,
                         int samples) {
   static std::map<std::string, double> medians;

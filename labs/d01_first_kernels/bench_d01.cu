@@ -26,9 +26,7 @@ void BM_vector_add(benchmark::State& state) {
     return course::bench::compare_sampled(
         dc.download(), [&](std::size_t i) { return double(a[i]) + double(b[i]); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {3.0 * 4.0 * static_cast<double>(n), static_cast<double>(n)},
                          {poison, check});
   if (n == (1 << 26)) course::bench::mark_key(state);  // 768 MiB moved: far past the L2

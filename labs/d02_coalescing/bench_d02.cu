@@ -79,9 +79,7 @@ void BM_copy_cudaMemcpy(benchmark::State& state) {
     return course::bench::compare_sampled(
         y.download(), [&](std::size_t i) { return course::to_double(host[i]); });
   };
-  poison();
-  copy();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, copy, check)) return;
   course::bench::measure(state, copy, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
@@ -96,9 +94,7 @@ void BM_copy_1_coalesced(benchmark::State& state) {
     return course::bench::compare_sampled(
         y.download(), [&](std::size_t i) { return course::to_double(host[i]); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
@@ -113,9 +109,7 @@ void BM_copy_1_strided(benchmark::State& state) {
     return course::bench::compare_sampled(
         y.download(), [&](std::size_t i) { return static_cast<double>(host[i]); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(float)), 0.0}, {poison, check});
 }
 
@@ -136,9 +130,7 @@ void BM_copy_2_vectorized(benchmark::State& state) {
     return course::bench::compare_sampled(
         y.download(offset), [&](std::size_t i) { return course::to_double(host[i]); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
@@ -155,9 +147,7 @@ void BM_gelu(benchmark::State& state) {
     return course::bench::compare_sampled(
         y.download(), [&](std::size_t i) { return ref::gelu_tanh(course::to_double(host[i])); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {2.0 * bytes_of(n, sizeof(T)), 0.0}, {poison, check});
 }
 
@@ -199,9 +189,7 @@ void BM_add_bias_gelu_unfused(benchmark::State& state) {
   const auto check = [&] {
     return check_add_bias_gelu(y.download(), host_x, host_bias, cols, /*round_sum=*/true);
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, add_bias_gelu_traffic<T>(rows, cols), {poison, check});
   // What the chain really moves: x read, tmp written, tmp read, y written (and the bias).
   const double chain_bytes = 4.0 * bytes_of(rows * cols, sizeof(T)) + bytes_of(cols, sizeof(T));
@@ -220,9 +208,7 @@ void BM_add_bias_gelu_fused(benchmark::State& state) {
   const auto check = [&] {
     return check_add_bias_gelu(y.download(), host_x, host_bias, cols, /*round_sum=*/false);
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, add_bias_gelu_traffic<T>(rows, cols), {poison, check});
   if (std::is_same_v<T, float> && rows == 8192 && cols == 8192) course::bench::mark_key(state);
 }
@@ -244,9 +230,7 @@ void BM_silu_and_mul(benchmark::State& state) {
              course::to_double(host[row + static_cast<std::size_t>(d) + c]);
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {3.0 * bytes_of(rows * d, sizeof(T)), 0.0}, {poison, check});
 }
 

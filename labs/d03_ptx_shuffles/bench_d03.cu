@@ -116,9 +116,7 @@ void BM_math(benchmark::State& state, MathFn f, bool ptx) {
         },
         within(kApproxCheck));
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {8.0 * static_cast<double>(n), 0.0}, {poison, check});
   if (state.error_occurred()) return;
   const double seconds = state.counters["median_us"] * 1e-6;
@@ -181,9 +179,7 @@ void BM_segment_sum(benchmark::State& state) {
     return course::bench::compare_sampled(
         out.download(), [&](std::size_t s) { return segment_ref(x, s, 0.0, kPlus); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(
       state, run,
       {4.0 * static_cast<double>(n + static_cast<std::int64_t>(segments)), static_cast<double>(n)},
@@ -202,9 +198,7 @@ void BM_segment_max(benchmark::State& state) {
     return course::bench::compare_sampled(
         out.download(), [&](std::size_t s) { return segment_ref(x, s, -INFINITY, kMax); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run,
                          {4.0 * static_cast<double>(n + static_cast<std::int64_t>(segments)), 0.0},
                          {poison, check});
@@ -224,9 +218,7 @@ void BM_segment_broadcast(benchmark::State& state) {
       return src < x.size() ? static_cast<double>(x[src]) : 0.0;
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {8.0 * static_cast<double>(n), 0.0}, {poison, check});
 }
 BENCHMARK(BM_segment_broadcast)->Apply(course::bench::configure)->Arg(kLarge);
@@ -244,9 +236,7 @@ void BM_segment_scan(benchmark::State& state) {
       return sum;
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {8.0 * static_cast<double>(n), static_cast<double>(n)},
                          {poison, check});
 }
@@ -264,9 +254,7 @@ void BM_segment_sum_f64(benchmark::State& state) {
     return course::bench::compare_sampled(
         out.download(), [&](std::size_t s) { return segment_ref(x, s, 0.0, kPlus); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(
       state, run,
       {8.0 * static_cast<double>(n + static_cast<std::int64_t>(segments)), static_cast<double>(n)},
@@ -295,9 +283,7 @@ void BM_segment_max_pairs(benchmark::State& state) {
       return m;
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(
       state, run, {4.0 * static_cast<double>(pairs + static_cast<std::int64_t>(segments)), 0.0},
       {poison, check});
@@ -324,9 +310,7 @@ void BM_gelu_fast(benchmark::State& state) {
         dy.download(), [&](std::size_t i) { return ref::gelu_tanh(course::to_double(x[i])); },
         within(tol));
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(
       state, run, {2.0 * sizeof(T) * static_cast<double>(n), kGeluFlops * static_cast<double>(n)},
       {poison, check});
@@ -347,9 +331,7 @@ void BM_gelu_tanhf(benchmark::State& state) {
     return course::bench::compare_sampled(dy.download(),
                                           [&](std::size_t i) { return ref::gelu_tanh(x[i]); });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run,
                          {8.0 * static_cast<double>(n), kGeluFlops * static_cast<double>(n)},
                          {poison, check});

@@ -62,9 +62,7 @@ void run_transpose(benchmark::State& state, Launcher<T> launch, bool key) {
           static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), i)]);
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, traffic<T>(rows, cols), {poison, check});
   if (key) course::bench::mark_key(state);
 }
@@ -105,9 +103,7 @@ void BM_copy_cudaMemcpy(benchmark::State& state) {
     return course::bench::compare_sampled(
         out.download(), [&](std::size_t i) { return course::to_double(host_in[i]); });
   };
-  poison();
-  copy();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, copy, check)) return;
   course::bench::measure(state, copy, traffic<T>(rows, cols), {poison, check});
 }
 

@@ -78,9 +78,7 @@ void bench_softmax(benchmark::State& state, Variant variant) {
   const auto check = [&] {
     return course::bench::compare_sampled(dy.download(), ref_at, {}, kSamples);
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {2.0 * static_cast<double>(n) * sizeof(T), 0.0},
                          {poison, check});
 }
@@ -170,9 +168,7 @@ void bench_compaction(benchmark::State& state, CompactFn compact) {
     return course::bench::compare_sampled(dout.download(0, static_cast<std::size_t>(count)),
                                           [&](std::size_t i) { return expected[i]; });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {4.0 * static_cast<double>(n + want), 0.0}, {poison, check});
   state.counters["kept"] = static_cast<double>(want);
 }
@@ -218,9 +214,7 @@ void bench_count_keys(benchmark::State& state, CountFn count_keys) {
     options.what = "counts";
     return course::compare(counts.download(), want, options);
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {4.0 * static_cast<double>(n + bins), 0.0}, {poison, check});
 }
 

@@ -79,9 +79,7 @@ void bench_sum(benchmark::State& state, bool atomic) {
     return course::compare(out.download(), std::vector<double>{want}, options);
   };
   // Correctness first, then how many different results repeated runs give.
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   std::set<std::uint32_t> distinct;
   for (int i = 0; i < kReproducibilityRuns; ++i) {
     run();
@@ -150,9 +148,7 @@ void BM_rmsnorm(benchmark::State& state) {
     return course::bench::compare_sampled(
         dy.download(), [&](std::size_t i) { return xd[i] * inv_rms(i / hidden) * wd[i % hidden]; });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes =
       static_cast<double>(sizeof(T)) * (2.0 * static_cast<double>(n) + static_cast<double>(hidden));
   course::bench::measure(state, run, {bytes, 4.0 * static_cast<double>(n)}, {poison, check});
@@ -216,9 +212,7 @@ void BM_fused_add_rmsnorm(benchmark::State& state) {
       });
     return both;
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes =
       static_cast<double>(sizeof(T)) * (4.0 * static_cast<double>(n) + static_cast<double>(hidden));
   course::bench::measure(state, run, {bytes, 5.0 * static_cast<double>(n)}, {poison, check});
@@ -264,9 +258,7 @@ void BM_layernorm(benchmark::State& state) {
       return (xd[i] - mean[r]) * rstd[r] * gd[c] + bd[c];
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes = static_cast<double>(sizeof(T)) *
                        (2.0 * static_cast<double>(n) + 2.0 * static_cast<double>(hidden));
   course::bench::measure(state, run, {bytes, 6.0 * static_cast<double>(n)}, {poison, check});
@@ -303,9 +295,7 @@ void BM_softmax_online(benchmark::State& state) {
       return std::exp(xd[i] - row_max[r]) / row_sum[r];
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run,
                          {2.0 * sizeof(T) * static_cast<double>(n), 4.0 * static_cast<double>(n)},
                          {poison, check});

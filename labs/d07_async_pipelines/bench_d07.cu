@@ -77,14 +77,7 @@ void bench_gemv(benchmark::State& state, const Gemv& gemv, bool hopper_only, boo
         },
         options, kCheckedOutputs);
   };
-  poison();
-  try {
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes = 2.0 * static_cast<double>(N) * static_cast<double>(K) +
                        2.0 * batch * static_cast<double>(K) + 4.0 * batch * static_cast<double>(N);
   const double flops = 2.0 * batch * static_cast<double>(N) * static_cast<double>(K);
@@ -163,9 +156,7 @@ void BM_async_copy_3_ptx(benchmark::State& state) {
     return course::bench::compare_sampled(
         dy.download(), [&](std::size_t i) { return static_cast<double>(x[i]); }, options);
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {8.0 * static_cast<double>(n), 0.0}, {poison, check});
 }
 BENCHMARK(BM_async_copy_3_ptx)

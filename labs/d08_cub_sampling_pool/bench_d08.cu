@@ -163,9 +163,7 @@ void bench_scan(benchmark::State& state, const ScanRun& scan, bool key) {
       return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(want[i])));
     });
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   if (key) course::bench::mark_key(state);
   course::bench::measure(state, run, {2.0 * 4.0 * static_cast<double>(n), 0.0}, {poison, check});
 }
@@ -283,9 +281,7 @@ void bench_sample(benchmark::State& state, SampleFn sample, d08::Filter filter) 
     options.what = "token right (1) or outside the set / not the reference's (0)";
     return course::compare(right, std::vector<double>(right.size(), 1.0), options);
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {4.0 * static_cast<double>(batch * vocab), 0.0},
                          {poison, check});
 }

@@ -66,14 +66,7 @@ void bench_gemm(benchmark::State& state, const Gemm& gemm, bool vendor, bool key
         },
         options, kCheckedOutputs);
   };
-  poison();
-  try {
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes = 2.0 * static_cast<double>(M) * static_cast<double>(K) +
                        2.0 * static_cast<double>(N) * static_cast<double>(K) +
                        4.0 * static_cast<double>(M) * static_cast<double>(N);

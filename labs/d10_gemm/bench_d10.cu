@@ -70,14 +70,7 @@ void time_checked(benchmark::State& state, const std::function<void()>& run, Dev
                   const std::function<course::Comparison()>& check, course::bench::Traffic traffic,
                   const std::string& vendor_shape, const std::function<void()>& vendor, bool key) {
   const auto poison = [&] { C.poison(); };
-  poison();
-  try {
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, traffic, {poison, check});
   if (vendor) course::bench::report_vendor_ratio(state, vendor_shape, vendor, kVendorSamples);
   if (key) course::bench::mark_key(state);

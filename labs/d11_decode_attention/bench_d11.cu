@@ -219,9 +219,7 @@ void BM_decode_0_memcpy(benchmark::State& state) {
     return course::bench::compare_sampled(
         dst.download(), [&](std::size_t i) { return course::to_double(host[i]); }, options);
   };
-  poison();
-  run();
-  if (!course::bench::verified(state, check())) return;
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {2.0 * static_cast<double>(src.bytes()), 0.0},
                          {poison, check});
 }

@@ -139,14 +139,7 @@ void bench_prefill(benchmark::State& state, const std::vector<int>& lengths, int
     lse_options.what = "sampled lse";
     return course::compare(picked_lse, want_lse, lse_options);
   };
-  poison();
-  try {
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes = 2.0 * 4.0 * static_cast<double>(elems) + 4.0 * total * kHeads;
   const double flops = 4.0 * kHeads * pairs * dim;
   course::bench::measure(state, run, {bytes, flops}, {poison, check});

@@ -174,14 +174,8 @@ void bench_rmsnorm(benchmark::State& state, bool jit) {
         },
         {}, 4096);
   };
-  try {
-    poison();
-    run();  // tunes (JIT) before timing
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  // The first run tunes (JIT) before anything is timed.
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes = 2.0 * 2.0 * static_cast<double>(rows) * hidden + 2.0 * hidden;
   course::bench::measure(state, run, {bytes, 0.0}, {poison, check});
 }
@@ -251,14 +245,7 @@ void bench_gemm(benchmark::State& state, bool jit) {
         },
         {}, 2048);
   };
-  try {
-    poison();
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes =
       4.0 * (static_cast<double>(M) * K + static_cast<double>(K) * N + static_cast<double>(M) * N);
   const double flops = 2.0 * static_cast<double>(M) * N * K;

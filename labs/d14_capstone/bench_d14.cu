@@ -81,14 +81,7 @@ void BM_rope_qkv(benchmark::State& state) {
   const auto check = [&] {
     return course::bench::compare_sampled(q.download(), q_at, opts(kDim, "sampled q"));
   };
-  poison();
-  try {
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {4.0 * tokens * row + 4.0 * tokens, 0.0}, {poison, check});
 }
 BENCHMARK(BM_rope_qkv)
@@ -113,14 +106,7 @@ void BM_silu_and_mul(benchmark::State& state) {
   const auto check = [&] {
     return course::bench::compare_sampled(out.download(), at, opts(inter, "sampled out"));
   };
-  poison();
-  try {
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {6.0 * tokens * inter, 0.0}, {poison, check});
 }
 BENCHMARK(BM_silu_and_mul)
@@ -254,15 +240,9 @@ void BM_decoder_layer(benchmark::State& state) {
         opts(kHidden, "sampled out, against the unfused layer", kFusedVsUnfused));
   };
   const auto run = [&] { r->fused(); };
-  try {
-    r->restore();
-    run();
-    if (!course::bench::verified(state, check())) return;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
-  course::bench::measure(state, run, layer_traffic(batch, len), {[&] { r->restore(); }, check});
+  const auto restore = [&] { r->restore(); };
+  if (!course::bench::first_run_verified(state, restore, run, check)) return;
+  course::bench::measure(state, run, layer_traffic(batch, len), {restore, check});
   const double mine = state.counters["median_us"];
   if (mine > 0) state.counters["x_unfused"] = unfused_median_us(*r) / mine;
   if (batch == 4 && len == 512) course::bench::mark_key(state);
