@@ -13,12 +13,12 @@
 #include "../d12_prefill_attention/lab.h"
 #include "course/check.h"
 #include "lab.h"
+#include "layer_parts.h"  // the fused layer's workspace layout and gemm_bt
 
 namespace d14 {
 
 namespace {
 
-using bf16 = __nv_bfloat16;
 constexpr int kThreads = 256;
 
 unsigned blocks_for(std::int64_t n) {
@@ -93,51 +93,6 @@ __global__ void cu_seqlens_kernel(std::int32_t* cu, int batch, int seq_len) {
   for (int i = threadIdx.x; i <= batch; i += blockDim.x) cu[i] = i * seq_len;
 }
 
-void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::int64_t n,
-             std::int64_t k) {
-  int device = 0, major = 0, minor = 0;
-  COURSE_CUDA_CHECK(cudaGetDevice(&device));
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major == 9 && minor == 0)
-    d10::gemm_7_wgmma(a, b, c, m, n, k);
-  else
-    d10::gemm_6_mma(a, b, c, m, n, k, d10::BLayout::kColMajor);
-}
-
-struct Parts {
-  std::int32_t* cu = nullptr;
-  bf16 *h, *qkv, *q, *k, *v, *attn, *proj, *gate_up, *act;
-  float* lse;
-  std::size_t bytes = 0;
-};
-
-Parts carve(const LayerConfig& c, int batch, int seq_len, char* base) {
-  const std::size_t t = static_cast<std::size_t>(batch) * seq_len;
-  const std::size_t qd = static_cast<std::size_t>(c.num_heads) * c.head_dim;
-  const std::size_t kvd = static_cast<std::size_t>(c.num_kv_heads) * c.head_dim;
-  Parts p;
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    char* r = base == nullptr ? nullptr : base + at;
-    at += (bytes + 255) / 256 * 256;
-    return r;
-  };
-  p.cu = reinterpret_cast<std::int32_t*>(take((static_cast<std::size_t>(batch) + 1) * 4));
-  p.h = reinterpret_cast<bf16*>(take(t * c.hidden * 2));
-  p.qkv = reinterpret_cast<bf16*>(take(t * (qd + 2 * kvd) * 2));
-  p.q = reinterpret_cast<bf16*>(take(t * qd * 2));
-  p.k = reinterpret_cast<bf16*>(take(t * kvd * 2));
-  p.v = reinterpret_cast<bf16*>(take(t * kvd * 2));
-  p.attn = reinterpret_cast<bf16*>(take(t * qd * 2));
-  p.lse = reinterpret_cast<float*>(take(t * c.num_heads * 4));
-  p.proj = reinterpret_cast<bf16*>(take(t * c.hidden * 2));
-  p.gate_up = reinterpret_cast<bf16*>(take(t * 2 * static_cast<std::size_t>(c.intermediate) * 2));
-  p.act = reinterpret_cast<bf16*>(take(t * static_cast<std::size_t>(c.intermediate) * 2));
-  p.bytes = at;
-  return p;
-}
-
 }  // namespace
 
 std::size_t unfused_workspace_bytes(const LayerConfig& config, int batch, int seq_len) {
@@ -152,12 +107,12 @@ void decoder_layer_unfused(const LayerConfig& c, const LayerWeights& w, const bf
   course::require(c.head_dim == 64 || c.head_dim == 128, "decoder_layer_unfused: head_dim 64/128");
   const std::int64_t tokens = static_cast<std::int64_t>(batch) * seq_len;
   if (tokens == 0) return;
-  const Parts p = carve(c, batch, seq_len, static_cast<char*>(workspace));
+  const Workspace p = carve(c, batch, seq_len, static_cast<char*>(workspace));
   course::require(workspace_bytes >= p.bytes, "decoder_layer_unfused: workspace too small");
   const int qd = c.num_heads * c.head_dim, kvd = c.num_kv_heads * c.head_dim;
   const std::int64_t n_hidden = tokens * c.hidden, n_inter = tokens * c.intermediate;
 
-  cu_seqlens_kernel<<<1, 256>>>(p.cu, batch, seq_len);
+  cu_seqlens_kernel<<<1, 256>>>(p.cu_seqlens, batch, seq_len);
   COURSE_LAUNCH_CHECK();
   add_kernel<<<blocks_for(n_hidden), kThreads>>>(x, residual, n_hidden);
   COURSE_LAUNCH_CHECK();
@@ -178,8 +133,8 @@ void decoder_layer_unfused(const LayerConfig& c, const LayerWeights& w, const bf
   a.v = p.v;
   a.o = p.attn;
   a.lse = p.lse;
-  a.cu_seqlens_q = p.cu;
-  a.cu_seqlens_kv = p.cu;
+  a.cu_seqlens_q = p.cu_seqlens;
+  a.cu_seqlens_kv = p.cu_seqlens;
   a.batch = batch;
   a.total_q = a.total_kv = tokens;
   a.max_seqlen_q = seq_len;

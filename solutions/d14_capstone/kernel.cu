@@ -18,12 +18,11 @@
 #include "course/json.h"
 #include "course/vec.cuh"
 #include "lab.h"
+#include "layer_parts.h"  // the workspace's layout and gemm_bt, shared with the baseline
 
 namespace d14 {
 
 namespace {
-
-using bf16 = __nv_bfloat16;
 
 constexpr int kRopeThreads = 128;
 constexpr int kMaxHeadDim = 256;
@@ -129,44 +128,6 @@ namespace {
 
 bool is_legacy(cudaStream_t stream) { return stream == nullptr || stream == cudaStreamLegacy; }
 
-// The workspace's parts, each 256-byte aligned.
-struct Workspace {
-  std::int32_t* positions = nullptr;
-  std::int32_t* cu_seqlens = nullptr;
-  bf16 *h = nullptr, *qkv = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr,
-       *proj = nullptr, *gate_up = nullptr, *act = nullptr;
-  float* lse = nullptr;
-  std::size_t bytes = 0;
-};
-
-Workspace carve(const LayerConfig& c, int batch, int seq_len, char* base) {
-  const std::size_t tokens = static_cast<std::size_t>(batch) * seq_len;
-  const std::size_t qd = static_cast<std::size_t>(c.num_heads) * c.head_dim;
-  const std::size_t kvd = static_cast<std::size_t>(c.num_kv_heads) * c.head_dim;
-  Workspace w;
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    char* p = base == nullptr ? nullptr : base + at;
-    at += (bytes + 255) / 256 * 256;
-    return p;
-  };
-  w.positions = reinterpret_cast<std::int32_t*>(take(tokens * 4));
-  w.cu_seqlens = reinterpret_cast<std::int32_t*>(take((static_cast<std::size_t>(batch) + 1) * 4));
-  w.h = reinterpret_cast<bf16*>(take(tokens * c.hidden * 2));
-  w.qkv = reinterpret_cast<bf16*>(take(tokens * (qd + 2 * kvd) * 2));
-  w.q = reinterpret_cast<bf16*>(take(tokens * qd * 2));
-  w.k = reinterpret_cast<bf16*>(take(tokens * kvd * 2));
-  w.v = reinterpret_cast<bf16*>(take(tokens * kvd * 2));
-  w.attn = reinterpret_cast<bf16*>(take(tokens * qd * 2));
-  w.lse = reinterpret_cast<float*>(take(tokens * c.num_heads * 4));
-  w.proj = reinterpret_cast<bf16*>(take(tokens * c.hidden * 2));
-  w.gate_up =
-      reinterpret_cast<bf16*>(take(tokens * 2 * static_cast<std::size_t>(c.intermediate) * 2));
-  w.act = reinterpret_cast<bf16*>(take(tokens * static_cast<std::size_t>(c.intermediate) * 2));
-  w.bytes = at;
-  return w;
-}
-
 void check_config(const LayerConfig& c, int batch, int seq_len, const char* fn) {
   const std::string f = fn;
   course::require(c.hidden > 0 && c.hidden % 8 == 0,
@@ -186,20 +147,6 @@ void check_config(const LayerConfig& c, int batch, int seq_len, const char* fn) 
   course::require(batch >= 0 && seq_len >= 0, f + ": batch and seq_len must be >= 0");
   course::require(static_cast<std::int64_t>(batch) * seq_len < (std::int64_t{1} << 31),
                   f + ": batch * seq_len must be below 2^31");
-}
-
-// Day 10's bfloat16 GEMM, C = A B^T with B a [N, K] weight: the TMA + wgmma kernel (step 7) on
-// compute capability 9.0, the mma.sync one (step 6) elsewhere. Legacy default stream.
-[[maybe_unused]] void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::int64_t n,
-                              std::int64_t k) {
-  int device = 0, major = 0, minor = 0;
-  COURSE_CUDA_CHECK(cudaGetDevice(&device));
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major == 9 && minor == 0)
-    d10::gemm_7_wgmma(a, b, c, m, n, k);
-  else
-    d10::gemm_6_mma(a, b, c, m, n, k, d10::BLayout::kColMajor);
 }
 
 // Opens an NVTX range and, with a recorder, records the stage's start event; closes both when
