@@ -58,7 +58,7 @@ inline Workspace carve(const LayerConfig& c, int batch, int seq_len, char* base)
 // Day 10's bfloat16 GEMM, C = A B^T with B a [N, K] weight: the TMA + wgmma kernel (step 7) on
 // compute capability 9.0, the mma.sync one (step 6) elsewhere. Legacy default stream.
 inline void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::int64_t n,
-                              std::int64_t k) {
+                    std::int64_t k) {
   int device = 0, major = 0, minor = 0;
   COURSE_CUDA_CHECK(cudaGetDevice(&device));
   COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
