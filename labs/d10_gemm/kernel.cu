@@ -184,11 +184,13 @@ __host__ __device__ constexpr int swizzle_chunk(int row, int chunk, int row_chun
 // warp (wm, wn) of 2 x 4 owns 64 x 64, i.e. 4 x 8 mma tiles of 16 x 8 (128 float32 accumulators
 // per lane). K advances by 64 (one 128-byte row of every K-major tile): a kMmaStages-deep ring of
 // cp.async stages keeps kMmaStages - 1 tiles in flight, one barrier per K-tile, 4 k16 steps of
-// 32 mma each per barrier. Fragments come from the swizzled tiles by ldmatrix.x4 (four 8 x 8
-// matrices per instruction), with .trans when B is row-major ([K, N]: the B fragment wants k
-// pairs, which are then 2 rows apart), and are double-buffered in registers: step ks + 1's
-// ldmatrix are issued before step ks's 32 mma, whose latency hides theirs. The epilogue goes
-// through shared memory so that C is written in whole 16-byte rows.
+// 32 mma each per barrier. Each thread's copies follow a plan made once (fixed chunks, pointers
+// that step by a K-tile), so the copies cost few instructions. Fragments come from the swizzled
+// tiles by ldmatrix.x4 (four 8 x 8 matrices per instruction), with .trans when B is row-major
+// ([K, N]: the B fragment wants k pairs, which are then 2 rows apart), and are double-buffered in
+// registers: step ks + 1's ldmatrix are issued before step ks's 32 mma, whose latency hides
+// theirs, and the barrier with the next tile's first ldmatrix comes before the last step's mma.
+// The epilogue goes through shared memory so that C is written in whole 16-byte rows.
 constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 64, kMmaStages = 3;
 constexpr int kMmaWarpsM = 2, kMmaWarpsN = 4;
 constexpr int kMmaWM = kMmaBM / kMmaWarpsM, kMmaWN = kMmaBN / kMmaWarpsN;  // 64 x 64
@@ -226,14 +228,17 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   // TODO(d10.6) (lesson §7): the stages (kMmaStages x (kMmaAStage + kMmaBStage) bfloat16) in
   // dynamic shared memory. The block's tile from grouped_tile_of(blockIdx.x, ...). A stage is
   // filled by cp_async_16_zfill of every 16-byte chunk to its swizzled place (row * chunks_per_row
-  // + swizzle_chunk(row, chunk, chunks_per_row)) * 16, zeros past M, N or K (valid = false). The
-  // ring: kMmaStages - 1 tiles in flight, cp_async_wait<kMmaStages - 2>, __syncthreads, refill,
-  // compute; commit a group every iteration. Compute: kMmaKSteps k16 steps per stage, each
-  // ldmatrix_x4 of 4 A fragments and 4 x 2 B fragments (ldmatrix_x4_trans for a row-major B) and
-  // 32 mma_16816; double-buffer the fragments in registers (load step ks + 1's before step ks's
-  // mma). Epilogue: bfloat16 pairs into a padded C tile in shared memory (row stride
-  // kMmaCStride), then 16-byte stores when c_vector_ok, element by element otherwise,
-  // bounds-checked.
+  // + swizzle_chunk(row, chunk, chunks_per_row)) * 16, zeros past M, N or K (valid = false). Plan
+  // the copies once, before the loop (lesson §7.4): thread t always copies chunk t % 8 of rows
+  // t / 8 + 32 i (t % 32 of rows t / 32 + 8 i for a [K, N] B), from pointers that move by one
+  // K-tile per stage, with the rows' bounds known once. The ring: kMmaStages - 1 tiles in flight;
+  // each iteration refills the stage the previous tile used and commits a group, empty or not.
+  // Compute: kMmaKSteps k16 steps per stage, each ldmatrix_x4 of 4 A fragments and 4 x 2 B
+  // fragments (ldmatrix_x4_trans for a row-major B) and 32 mma_16816; double-buffer the
+  // fragments in registers (load step ks + 1's before step ks's mma). Before the last step's
+  // mma: cp_async_wait<kMmaStages - 2>, __syncthreads, the next tile's step-0 fragments.
+  // Epilogue: bfloat16 pairs into a padded C tile in shared memory (row stride kMmaCStride), then
+  // 16-byte stores when c_vector_ok, element by element otherwise, bounds-checked.
 }
 
 // ---------------------------------------------------------------------------------------------

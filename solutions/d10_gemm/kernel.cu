@@ -367,11 +367,13 @@ __host__ __device__ constexpr int swizzle_chunk(int row, int chunk, int row_chun
 // warp (wm, wn) of 2 x 4 owns 64 x 64, i.e. 4 x 8 mma tiles of 16 x 8 (128 float32 accumulators
 // per lane). K advances by 64 (one 128-byte row of every K-major tile): a kMmaStages-deep ring of
 // cp.async stages keeps kMmaStages - 1 tiles in flight, one barrier per K-tile, 4 k16 steps of
-// 32 mma each per barrier. Fragments come from the swizzled tiles by ldmatrix.x4 (four 8 x 8
-// matrices per instruction), with .trans when B is row-major ([K, N]: the B fragment wants k
-// pairs, which are then 2 rows apart), and are double-buffered in registers: step ks + 1's
-// ldmatrix are issued before step ks's 32 mma, whose latency hides theirs. The epilogue goes
-// through shared memory so that C is written in whole 16-byte rows.
+// 32 mma each per barrier. Each thread's copies follow a plan made once (fixed chunks, pointers
+// that step by a K-tile), so the copies cost few instructions. Fragments come from the swizzled
+// tiles by ldmatrix.x4 (four 8 x 8 matrices per instruction), with .trans when B is row-major
+// ([K, N]: the B fragment wants k pairs, which are then 2 rows apart), and are double-buffered in
+// registers: step ks + 1's ldmatrix are issued before step ks's 32 mma, whose latency hides
+// theirs, and the barrier with the next tile's first ldmatrix comes before the last step's mma.
+// The epilogue goes through shared memory so that C is written in whole 16-byte rows.
 constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 64, kMmaStages = 3;
 constexpr int kMmaWarpsM = 2, kMmaWarpsN = 4;
 constexpr int kMmaWM = kMmaBM / kMmaWarpsM, kMmaWN = kMmaBN / kMmaWarpsN;  // 64 x 64
@@ -414,36 +416,63 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   const std::int64_t tiles_m = (M + kMmaBM - 1) / kMmaBM, tiles_n = (N + kMmaBN - 1) / kMmaBN;
   const TileCoord tile = grouped_tile_of(blockIdx.x, tiles_m, tiles_n, kMmaGroup);
   const std::int64_t m0 = tile.m * kMmaBM, n0 = tile.n * kMmaBN;
-  const std::int64_t k_tiles = (K + kMmaBK - 1) / kMmaBK;
+  const int k_tiles = static_cast<int>((K + kMmaBK - 1) / kMmaBK);  // check_gemm_args: K < 2^31
 
-  // K-tile kt into stage s: every 16-byte chunk by one cp.async, at its swizzled place.
-  const auto load_stage = [&](std::int64_t kt, int s) {
-    const std::int64_t k0 = kt * kMmaBK;
-    const std::uint32_t a_base = smem_address(a_stages + s * kMmaAStage);
-    const std::uint32_t b_base = smem_address(b_stages + s * kMmaBStage);
+  // The copy plan (lesson §7.4), fixed for the whole K loop. Thread x copies chunk x % 8 of rows
+  // x / 8 + 32 i of a K-major tile (A, and B when it is [N, K]) or chunk x % 32 of rows
+  // x / 32 + 8 i of a [K, N] tile: whole 8-row swizzle periods apart, so its chunk lands at the
+  // same XOR-ed place in each of its rows. Its source pointers move by one K-tile per stage and
+  // its rows' bounds are checked once: each cp.async costs an add and a select, not the 64-bit
+  // index arithmetic that otherwise takes the warp's issue slots from its mma (lesson §7.7).
+  constexpr int kKPass = kMmaThreads / kMmaKChunks;  // 32 K-major rows per pass of the block
+  constexpr int kNPass = kMmaThreads / kMmaNChunks;  // 8 rows of a [K, N] tile per pass
+  constexpr int kAPasses = kMmaBM / kKPass;
+  const int kr = tid / kMmaKChunks, kc = tid % kMmaKChunks;
+  const std::uint32_t k_dst = 16 * (kr * kMmaKChunks + swizzle_chunk(kr, kc, kMmaKChunks));
+  const bfloat16* const a_from = A + (m0 + kr) * K + kc * kChunkElems;
+  const std::int64_t k_step = kKPass * K;  // a pass further down a K-major matrix
+  const std::int64_t n_step = kNPass * N;  // a pass further down a [K, N] matrix
+  unsigned a_rows = 0;                     // bit i: row kr + 32 i of the tile is inside A
 #pragma unroll
-    for (int i = 0; i < kMmaAStage / kChunkElems / kMmaThreads; ++i) {
-      const int e = tid + i * kMmaThreads;
-      const int r = e / kMmaKChunks, c = e % kMmaKChunks;  // (m, k chunk)
-      const bool valid = m0 + r < M && k0 + c * kChunkElems < K;
-      const bfloat16* src = valid ? A + (m0 + r) * K + k0 + c * kChunkElems : A;
-      cp_async_16_zfill(a_base + 16 * (r * kMmaKChunks + swizzle_chunk(r, c, kMmaKChunks)), src,
-                        valid);
-    }
+  for (int i = 0; i < kAPasses; ++i) a_rows |= (m0 + kr + i * kKPass < M ? 1u : 0u) << i;
+
+  // K-tile kt into stage s: every 16-byte chunk by one cp.async, zeros past M, N or K.
+  const auto load_stage = [&](int kt, int s) {
+    const int k0 = kt * kMmaBK;
+    const bool kc_ok = k0 + kc * kChunkElems < K;
+    {
+      const std::uint32_t dst = smem_address(a_stages + s * kMmaAStage) + k_dst;
+      const bfloat16* from = a_from + k0;
 #pragma unroll
-    for (int i = 0; i < kMmaBStage / kChunkElems / kMmaThreads; ++i) {
-      const int e = tid + i * kMmaThreads;
-      if constexpr (kB == BLayout::kColMajor) {
-        const int r = e / kMmaKChunks, c = e % kMmaKChunks;  // (n, k chunk)
-        const bool valid = n0 + r < N && k0 + c * kChunkElems < K;
-        const bfloat16* src = valid ? B + (n0 + r) * K + k0 + c * kChunkElems : B;
-        cp_async_16_zfill(b_base + 16 * (r * kMmaKChunks + swizzle_chunk(r, c, kMmaKChunks)), src,
+      for (int i = 0; i < kAPasses; ++i) {
+        const bool valid = kc_ok && (a_rows >> i & 1u);
+        cp_async_16_zfill(dst + i * kKPass * kMmaKChunks * 16, valid ? from + i * k_step : A,
                           valid);
-      } else {
-        const int r = e / kMmaNChunks, c = e % kMmaNChunks;  // (k, n chunk)
-        const bool valid = k0 + r < K && n0 + c * kChunkElems < N;
-        const bfloat16* src = valid ? B + (k0 + r) * N + n0 + c * kChunkElems : B;
-        cp_async_16_zfill(b_base + 16 * (r * kMmaNChunks + swizzle_chunk(r, c, kMmaNChunks)), src,
+      }
+    }
+    if constexpr (kB == BLayout::kColMajor) {
+      constexpr int kBPasses = kMmaBN / kKPass;
+      const std::uint32_t dst = smem_address(b_stages + s * kMmaBStage) + k_dst;
+      const bfloat16* from = B + (n0 + kr) * K + kc * kChunkElems + k0;
+      const int rows_left = static_cast<int>(N - n0) - kr;
+#pragma unroll
+      for (int i = 0; i < kBPasses; ++i) {
+        const bool valid = kc_ok && i * kKPass < rows_left;
+        cp_async_16_zfill(dst + i * kKPass * kMmaKChunks * 16, valid ? from + i * k_step : B,
+                          valid);
+      }
+    } else {
+      constexpr int kBPasses = kMmaBK / kNPass;
+      const int r = tid / kMmaNChunks, c = tid % kMmaNChunks;
+      const std::uint32_t dst = smem_address(b_stages + s * kMmaBStage) +
+                                16 * (r * kMmaNChunks + swizzle_chunk(r, c, kMmaNChunks));
+      const bfloat16* from = B + (static_cast<std::int64_t>(k0) + r) * N + n0 + c * kChunkElems;
+      const bool c_ok = n0 + c * kChunkElems < N;
+      const int rows_left = static_cast<int>(K - k0) - r;
+#pragma unroll
+      for (int i = 0; i < kBPasses; ++i) {
+        const bool valid = c_ok && i * kNPass < rows_left;
+        cp_async_16_zfill(dst + i * kNPass * kMmaNChunks * 16, valid ? from + i * n_step : B,
                           valid);
       }
     }
@@ -485,46 +514,55 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       f.b[2 * p + 1][1] = q[3];
     }
   };
-  // Stage s's K-tile: 4 k16 steps of 32 mma. The fragments are double-buffered: step ks + 1's
-  // ldmatrix are issued before step ks's mma, so their latency hides behind 32 independent mma
-  // instead of stalling the warp (only step 0's is exposed, once per barrier). The mma go along
-  // n within a row of m tiles, in a serpentine (odd rows backwards): consecutive mma never share
-  // an accumulator, and the B fragment at a row's turn is reused at once.
-  const auto compute_stage = [&](int s) {
-    const std::uint32_t a_base = smem_address(a_stages + s * kMmaAStage);
-    const std::uint32_t b_base = smem_address(b_stages + s * kMmaBStage);
-    Fragments f[2];
-    load_fragments(f[0], a_base, b_base, 0);
+  // One k16 step: 32 mma along n within a row of m tiles, in a serpentine (odd rows backwards):
+  // consecutive mma never share an accumulator, and the B fragment at a row's turn is reused.
+  const auto mma_step = [&](const Fragments& cur) {
 #pragma unroll
-    for (int ks = 0; ks < kMmaKSteps; ++ks) {
-      if (ks + 1 < kMmaKSteps) load_fragments(f[(ks + 1) % 2], a_base, b_base, ks + 1);
-      const Fragments& cur = f[ks % 2];
+    for (int mi = 0; mi < kMmaTilesM; ++mi)
 #pragma unroll
-      for (int mi = 0; mi < kMmaTilesM; ++mi)
-#pragma unroll
-        for (int nj = 0; nj < kMmaTilesN; ++nj) {
-          const int ni = mi % 2 == 0 ? nj : kMmaTilesN - 1 - nj;
-          mma_16816<bfloat16>(acc[mi][ni], cur.a[mi], cur.b[ni][0], cur.b[ni][1]);
-        }
-    }
+      for (int nj = 0; nj < kMmaTilesN; ++nj) {
+        const int ni = mi % 2 == 0 ? nj : kMmaTilesN - 1 - nj;
+        mma_16816<bfloat16>(acc[mi][ni], cur.a[mi], cur.b[ni][0], cur.b[ni][1]);
+      }
   };
+  const auto stage_a = [&](int s) { return smem_address(a_stages + s * kMmaAStage); };
+  const auto stage_b = [&](int s) { return smem_address(b_stages + s * kMmaBStage); };
 
-  // The ring: tiles 0 .. stages - 2 in flight before the loop; at iteration kt, tile kt has
-  // landed once at most stages - 2 groups are pending, and after the barrier (every thread's
-  // copies visible, every thread done with tile kt - 1) tile kt + stages - 1 refills the stage
-  // tile kt - 1 used. Every iteration commits a group, empty or not, so the count stays exact.
+  // The ring (lesson §7.4): tiles 0 .. stages - 2 in flight before the loop. In iteration kt the
+  // refill of tile kt + stages - 1 goes out first, into the stage tile kt - 1 used (every warp
+  // finished reading it before the previous iteration's barrier). The fragments are
+  // double-buffered: step ks + 1's ldmatrix are issued before step ks's 32 mma, so their latency
+  // hides behind independent mma. Before the last step, whose fragments are already in registers,
+  // comes the wait for tile kt + 1 and the barrier, and then tile kt + 1's first fragments: the
+  // barrier and those ldmatrix overlap the last step's mma instead of stalling a warp whose mma
+  // are all done. Every iteration commits one group, empty or not, so the count stays exact.
 #pragma unroll
   for (int s = 0; s < kMmaStages - 1; ++s) {
     if (s < k_tiles) load_stage(s, s);
     cp_async_commit();
   }
-  for (std::int64_t kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kMmaStages - 2>();
-    __syncthreads();
-    const std::int64_t next = kt + kMmaStages - 1;
-    if (next < k_tiles) load_stage(next, static_cast<int>(next % kMmaStages));
+  cp_async_wait<kMmaStages - 2>();
+  __syncthreads();
+  Fragments f[2];
+  load_fragments(f[0], stage_a(0), stage_b(0), 0);
+  int stage = 0, refill = kMmaStages - 1;  // the stages of tiles kt and kt + stages - 1
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    if (kt + kMmaStages - 1 < k_tiles) load_stage(kt + kMmaStages - 1, refill);
     cp_async_commit();
-    compute_stage(static_cast<int>(kt % kMmaStages));
+    const int next = stage + 1 == kMmaStages ? 0 : stage + 1;
+#pragma unroll
+    for (int ks = 0; ks < kMmaKSteps; ++ks) {
+      if (ks + 1 < kMmaKSteps) {
+        load_fragments(f[(ks + 1) % 2], stage_a(stage), stage_b(stage), ks + 1);
+      } else {
+        cp_async_wait<kMmaStages - 2>();  // tile kt + 1 has landed (this thread's copies)
+        __syncthreads();                  // ... everyone's; and everyone is done with tile kt
+        if (kt + 1 < k_tiles) load_fragments(f[(ks + 1) % 2], stage_a(next), stage_b(next), 0);
+      }
+      mma_step(f[ks % 2]);
+    }
+    stage = next;
+    refill = refill + 1 == kMmaStages ? 0 : refill + 1;
   }
   cp_async_wait<0>();
   __syncthreads();  // the stages are free: the epilogue reuses their memory
