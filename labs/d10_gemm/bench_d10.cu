@@ -3,6 +3,8 @@
 //   BM_gemm_0_cublas_bf16        cublasGemmEx, bfloat16 in and out, CUBLAS_COMPUTE_32F
 //   BM_gemm_0_cublaslt_fp8       cuBLASLt FP8 e4m3 TN, per-tensor scale pointers, bfloat16 D
 //   BM_gemm_1_naive ... BM_gemm_8_fp8   the steps of lab.h
+//   BM_mma_sync_ceiling          mma.sync.m16n8k16 from registers only: step 6's instruction's
+//                                ceiling on this GPU (lesson §7.7)
 // flops = 2 M N K; bytes = A and B read once, C written once (a GEMM of these sizes is
 // compute-bound: TFLOP/s is the figure). Every step's row also reports %vendor = 100 * the
 // vendor's median / this row's median, the vendor timed in the same process on the same shape
@@ -232,6 +234,42 @@ void BM_gemm_7_wgmma(benchmark::State& state) {
 BENCHMARK(BM_gemm_0_cublas_bf16)->Apply(mma_shapes);
 BENCHMARK(BM_gemm_6_mma)->Apply(mma_shapes);
 BENCHMARK(BM_gemm_7_wgmma)->Apply(tn_shapes);
+
+// ---------------------------------------------------------------- the mma.sync ceiling
+// What step 6's instruction can do at best on this GPU (mma_ceiling.cu): mma.sync from registers
+// only, 16 warps per SM. The thread sums are exact, so every one is checked, before and after
+// timing. Step 6's TFLOP/s over this row's is the share of the ceiling it reaches (lesson §7.7).
+constexpr int kCeilingIterations = 4096, kCeilingBlocksPerSm = 2;
+
+void BM_mma_sync_ceiling(benchmark::State& state) {
+  const int blocks = course::device_facts().sm_count * kCeilingBlocksPerSm;
+  const std::size_t threads = static_cast<std::size_t>(blocks) * d10::kMmaCeilingThreads;
+  DeviceBuffer<float> out(threads);
+  const auto run = [&] { d10::mma_sync_ceiling(out.data(), blocks, kCeilingIterations); };
+  const auto check = [&] {
+    constexpr float kExpected = 16.0f * 4 * d10::kMmaCeilingChains * kCeilingIterations;
+    const auto got = out.download();
+    course::Comparison result;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (got[i] == kExpected) continue;  // NaN (the poison included) fails too
+      if (result.first_bad < 0) result.first_bad = static_cast<std::int64_t>(i);
+      ++result.mismatches;
+    }
+    result.ok = result.mismatches == 0;
+    if (!result.ok)
+      result.message = std::to_string(result.mismatches) + " of " + std::to_string(got.size()) +
+                       " thread sums differ from " + std::to_string(kExpected) + " (first: " +
+                       std::to_string(got[static_cast<std::size_t>(result.first_bad)]) + ")";
+    return result;
+  };
+  const auto poison = [&] { out.poison(); };
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
+  const double mmas =
+      static_cast<double>(threads / 32) * d10::kMmaCeilingChains * kCeilingIterations;
+  course::bench::measure(state, run, {static_cast<double>(sizeof(float) * threads), 4096.0 * mmas},
+                         {poison, check});
+}
+BENCHMARK(BM_mma_sync_ceiling)->Apply(course::bench::configure);
 
 // ---------------------------------------------------------------- FP8 (step 8)
 using Fp8Gemm = void (*)(const fp8_e4m3*, const fp8_e4m3*, bfloat16*, std::int64_t, std::int64_t,

@@ -134,4 +134,13 @@ void gemm_0_cublaslt_fp8(const fp8_e4m3* A, const fp8_e4m3* B, bfloat16* C, std:
                          std::int64_t N, std::int64_t K, const float* scale_a,
                          const float* scale_b);
 
+// Given (not an exercise): the ceiling of step 6's instruction on this GPU, in mma_ceiling.cu
+// (linked into the benchmarks only). `blocks` blocks of kMmaCeilingThreads threads; every warp
+// runs kMmaCeilingChains independent float32 accumulators through `iterations` of
+// mma.sync.m16n8k16 (bfloat16 A = B = 1) from registers: no memory, no ldmatrix, no barrier.
+// out[thread] = the sum of its accumulators, 16 * 4 * kMmaCeilingChains * iterations (exact in
+// float32 below 2^24). Asynchronous on the default stream.
+constexpr int kMmaCeilingThreads = 256, kMmaCeilingChains = 8;
+void mma_sync_ceiling(float* out, int blocks, int iterations);
+
 }  // namespace d10

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, PercentFormatter
 
@@ -35,7 +36,7 @@ KEY_EDGE = "black"
 
 # Each day's benchmark file, relative to the measurements folder (docs/measurements/h100).
 SOURCES: Dict[str, str] = {day: f"bench-{day}-solution.json" for day in DAYS}
-SOURCES["d10"] = "2026-11-25/tuning/final/bench-d10-solution.json"
+SOURCES["d10"] = "2026-11-25/step6/d10-table/bench-d10-solution.json"
 SOURCES["d14"] = "2026-11-25/days09-14/layer.json"  # not a benchmark file: drawn by day14()
 D14_TRACE = "2026-11-25/days09-14/d14_layer_trace.json"  # the layer's stages, same run
 
@@ -594,6 +595,7 @@ GEMM_STEPS = [
     ("8 fp8\n8192³", "BM_gemm_8_fp8/M:8192/N:8192/K:8192", FP8, 70.0),
 ]
 VENDOR_COLOR = "#999999"
+MMA_CEILING_ROW = "BM_mma_sync_ceiling"  # step 6's instruction from registers only (§7.7)
 
 
 def vendor_tflops(r: BenchRow) -> float:
@@ -635,6 +637,13 @@ def day10(b: BenchFile, out: str) -> List[str]:
                 text += f"\ntarget ≥ {target:.0f}%:\n{'met' if met else 'missed'}"
                 color = TARGET_COLOR if met else "#C0392B"
             ax.annotate(text, xy=(x, 9000.0), ha="center", va="top", fontsize=6.8, color=color)
+        # The mma.sync ceiling over the two step-6 pairs: what their instruction can do at best.
+        ceiling = b.row(MMA_CEILING_ROW).tflops
+        mma_xs = [x for x, (_, name, _, _) in zip(xs, GEMM_STEPS) if "gemm_6_mma" in name]
+        ax.hlines(ceiling, min(mma_xs) - 0.45, max(mma_xs) + 0.45, colors=MODEL_COLOR,
+                  linestyles="--", linewidth=1.1, zorder=4)
+        ax.annotate(f"mma.sync ceiling {ceiling:.0f}", xy=(min(mma_xs) - 0.45, ceiling * 1.08),
+                    fontsize=6.5, color=MODEL_COLOR)
         for x in (4.5, 8.5):  # float32 | bfloat16 | fp8
             ax.axvline(x, color="#CCCCCC", linewidth=0.8)
         ax.set_ylim(1.0, 10000.0)
@@ -647,6 +656,8 @@ def day10(b: BenchFile, out: str) -> List[str]:
         handles = [Patch(color=DTYPE_COLORS[t], label=f"ours, {t}") for t in (FLOAT, BF16, FP8)]
         handles.append(Patch(color=VENDOR_COLOR, label="cuBLAS (SGEMM, bf16 GemmEx, cuBLASLt "
                              "FP8), same shape and process:\nours × 100 / %vendor"))
+        handles.append(Line2D([], [], color=MODEL_COLOR, linestyle="--",
+                              label="mma.sync from registers only (BM_mma_sync_ceiling)"))
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.86), fontsize=7,
                   framealpha=0.92)
         _title(ax, "Day 10's steps next to cuBLAS, 4096³ unless marked; above: %vendor "
