@@ -26,6 +26,7 @@
 #include "course/mbarrier.cuh"
 #include "course/mma.cuh"
 #include "course/vec.cuh"
+#include "course/wgmma.cuh"
 #include "lab.h"
 
 namespace d10 {
@@ -317,22 +318,12 @@ template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-}
-// Tells the compiler the accumulators change here: no read or write of them moves across it
-// (wgmma writes them asynchronously, behind the compiler's back, until wgmma_wait).
-__device__ __forceinline__ void fence_accumulators(float (&d)[kAccRegs]) {
-#pragma unroll
-  for (int i = 0; i < kAccRegs; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
+// wgmma.fence / commit_group / wait_group, and fence_registers (the compiler must not move a use
+// of the accumulators across the wait that makes them valid): course/wgmma.cuh.
+using course::fence_registers;
+using course::wgmma_commit;
+using course::wgmma_fence;
+using course::wgmma_wait;
 
 // d (64 x 256, float32) += A (64 x 16 from desc_a) B (16 x 256 from desc_b), bfloat16, both
 // K-major (no transpose); scale-d = 1 (accumulate); the accumulator layout: lane l of warp w
@@ -434,7 +425,7 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
   // (setmaxnreg_inc<kConsumerRegs>): wait full[s] with parity (kt / kWgStages) % 2,
   // wgmma_fence(), kWgMmasPerStage wgmma with sw128_descriptor(start + kk * kWgMmaKBytes),
   // wgmma_commit(), wgmma_wait<1>(), then lane 0 of each warp releases the PREVIOUS stage on
-  // empty. Epilogue: wgmma_wait<0>(), fence_accumulators, bfloat16 stores from the accumulator
+  // empty. Epilogue: wgmma_wait<0>(), fence_registers, bfloat16 stores from the accumulator
   // layout above, bounds-checked.
   // TODO(d10.8) (lesson §9): for kFp8, wgmma_m64n256k32_e4m3 (kStageK = 128) and C = scale * acc
   // with scale = *scale_a * *scale_b.

@@ -20,6 +20,7 @@
 #include "course/mbarrier.cuh"
 #include "course/mma.cuh"
 #include "course/vec.cuh"
+#include "course/wgmma.cuh"
 #include "lab.h"
 
 namespace d12 {
@@ -338,18 +339,11 @@ __device__ __forceinline__ std::uint64_t smem_descriptor(const void* start, std:
                                                          std::uint32_t sbo) {
   return descriptor_bits(smem_address(start), lbo, sbo);
 }
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-// Waits until at most kPending of this thread's committed wgmma groups are still running (groups
-// complete in order: wait<1> after two commits waits for the first).
-template <int kPending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-}
+// wgmma.fence / commit_group / wait_group, and fence_registers: course/wgmma.cuh.
+using course::fence_registers;
+using course::wgmma_commit;
+using course::wgmma_fence;
+using course::wgmma_wait;
 // Named barriers 1 and 2 (0 is __syncthreads'): bar.sync waits until `threads` threads have
 // arrived (itself included), bar.arrive counts this warp and does not wait.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
@@ -357,19 +351,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 }
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-// Pins registers to this point of the program: the compiler sees them read and written here, so
-// it moves no use of a wgmma's accumulators above the wait_group that makes them valid.
-template <int kCount>
-__device__ __forceinline__ void fence_registers(float (&r)[kCount]) {
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-template <int kCount>
-__device__ __forceinline__ void fence_registers(std::uint32_t (&r)[kCount][4]) {
-#pragma unroll
-  for (int i = 0; i < kCount; ++i)
-    asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3])::"memory");
 }
 // d (64 x 128, float32: 64 registers per thread) = or += A (64 x 16, shared memory, K-major) times
 // B (16 x 128, shared memory, K-major), by the 128 threads of a warpgroup.

@@ -24,6 +24,7 @@
 #include "course/mbarrier.cuh"
 #include "course/mma.cuh"
 #include "course/vec.cuh"
+#include "course/wgmma.cuh"
 #include "lab.h"
 
 namespace d10 {
@@ -679,22 +680,12 @@ template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-}
-// Tells the compiler the accumulators change here: no read or write of them moves across it
-// (wgmma writes them asynchronously, behind the compiler's back, until wgmma_wait).
-__device__ __forceinline__ void fence_accumulators(float (&d)[kAccRegs]) {
-#pragma unroll
-  for (int i = 0; i < kAccRegs; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
+// wgmma.fence / commit_group / wait_group, and fence_registers (the compiler must not move a use
+// of the accumulators across the wait that makes them valid): course/wgmma.cuh.
+using course::fence_registers;
+using course::wgmma_commit;
+using course::wgmma_fence;
+using course::wgmma_wait;
 
 // d (64 x 256, float32) += A (64 x 16 from desc_a) B (16 x 256 from desc_b), bfloat16, both
 // K-major (no transpose); scale-d = 1 (accumulate); the accumulator layout: lane l of warp w
@@ -832,7 +823,7 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
   float acc[kAccRegs];
 #pragma unroll
   for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.0f;
-  fence_accumulators(acc);
+  fence_registers(acc);
   for (std::int64_t kt = 0; kt < k_tiles; ++kt) {
     const int s = static_cast<int>(kt % kWgStages);
     if (!mbarrier_wait_bounded(&full[s], static_cast<std::uint32_t>(kt / kWgStages) % 2, expected))
@@ -854,11 +845,11 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
     wgmma_commit();
     // At most this stage's group still runs: the previous stage has been read, release it.
     wgmma_wait<1>();
-    fence_accumulators(acc);
+    fence_registers(acc);
     if (kt > 0 && lane == 0) mbarrier_arrive(&empty[(kt - 1) % kWgStages]);
   }
   wgmma_wait<0>();
-  fence_accumulators(acc);
+  fence_registers(acc);
 
   // Epilogue: straight from the accumulators to C (bfloat16 pairs where N is even and C
   // 4-byte aligned), rows and columns past M and N skipped.
