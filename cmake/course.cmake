@@ -240,10 +240,12 @@ function(course_label_tests name test_lists labels)
 endfunction()
 
 # course_add_sass_check(<lab> <check_name> WHAT "<phrase>" LESSON "<where>" [EXERCISE <suite>]
-#                       [KERNEL regex] [REQUIRE regex...] [FORBID regex...] [SOLUTION_ONLY])
+#                       [KERNEL regex] [REQUIRE regex...] [FORBID regex...] [ARCHS sm_90a...]
+#                       [SOLUTION_ONLY])
 # A host test of compiled device code (tools/course/sass.py): disassembles a kernel library
 # with cuobjdump and checks the instructions of the kernels KERNEL selects, on every
-# architecture it was compiled for. Registered twice, for the student's code (dNN.lab.sass.<name>)
+# architecture it was compiled for, or only on ARCHS (cuobjdump's names: a Hopper kernel's sm_80
+# build is only a trap); a build that compiled none of ARCHS reports the check as skipped. Registered twice, for the student's code (dNN.lab.sass.<name>)
 # and for the solution's (dNN.solution.sass.<name>), labelled host and sass; SOLUTION_ONLY
 # checks (code the starter gives complete, library baselines) only for the solution.
 # A failure reads: "<EXERCISE>: your <kernel> must <WHAT>, but ... (see <LESSON>)".
@@ -259,7 +261,7 @@ if(NOT COURSE_CUOBJDUMP)
   set(COURSE_CUOBJDUMP "")
 endif()
 function(course_add_sass_check lab check_name)
-  cmake_parse_arguments(CHECK "SOLUTION_ONLY" "KERNEL;EXERCISE;WHAT;LESSON" "REQUIRE;FORBID"
+  cmake_parse_arguments(CHECK "SOLUTION_ONLY" "KERNEL;EXERCISE;WHAT;LESSON" "REQUIRE;FORBID;ARCHS"
                         ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${lab}")
   if(NOT CHECK_KERNEL)
@@ -289,13 +291,14 @@ function(course_add_sass_check lab check_name)
   course_json_string(kernel_json "${CHECK_KERNEL}")
   course_json_array(require_json ${CHECK_REQUIRE})
   course_json_array(forbid_json ${CHECK_FORBID})
+  course_json_array(archs_json ${CHECK_ARCHS})
   if(CHECK_SOLUTION_ONLY)
     set(solution_only true)
   else()
     set(solution_only false)
   endif()
   set_property(GLOBAL APPEND PROPERTY COURSE_LAB_${day}_SASS
-    "{\"name\": ${name_json}, \"exercise\": ${exercise_json}, \"what\": ${what_json}, \"lesson\": ${lesson_json}, \"kernel\": ${kernel_json}, \"require\": ${require_json}, \"forbid\": ${forbid_json}, \"solution_only\": ${solution_only}}")
+    "{\"name\": ${name_json}, \"exercise\": ${exercise_json}, \"what\": ${what_json}, \"lesson\": ${lesson_json}, \"kernel\": ${kernel_json}, \"require\": ${require_json}, \"forbid\": ${forbid_json}, \"solution_only\": ${solution_only}, \"archs\": ${archs_json}}")
 endfunction()
 
 # <build>/course_manifest.json: what the course tool, the test runner and the grader know

@@ -294,6 +294,50 @@ class SassTest(unittest.TestCase):
         self.assertIn("(compiled instead: d02::gelu_kernel<float, 1>)", r.problems[0])
 
 
+class SassArchTest(unittest.TestCase):
+    """ARCHS: a Hopper kernel's sm_80 build is only a trap, so its checks read sm_90a alone."""
+
+    def dis(self):
+        return sass.Disassembly({("sm_80", "k"): ["BPT.TRAP 0x1 ;"],
+                                 ("sm_90a", "k"): ["HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4] ;"]},
+                                {"k": "void d10::gemm_7_wgmma_kernel(float*)"})
+
+    def check(self, **kw):
+        base = dict(name="wgmma", what="multiply with wgmma.mma_async (HGMMA)",
+                    lesson="lesson 10 §8.3", kernel="gemm_7_wgmma_kernel", require=["HGMMA"])
+        base.update(kw)
+        return manifest.SassCheck(**base)
+
+    def test_every_architecture_without_archs(self):
+        r = sass.run_check(self.check(), self.dis(), "lab")
+        self.assertFalse(r.ok)
+        self.assertIn("no instruction matching HGMMA (on sm_80)", r.problems[0])
+
+    def test_only_the_named_architectures_with_archs(self):
+        r = sass.run_check(self.check(archs=["sm_90a"]), self.dis(), "lab")
+        self.assertTrue(r.ok, r.problems)
+        self.assertIn("1 architecture (sm_90a)", r.detail)
+
+    def test_the_named_architecture_is_still_checked(self):
+        dis = sass.Disassembly({("sm_90a", "k"): ["BPT.TRAP 0x1 ;"]},
+                               {"k": "void d10::gemm_7_wgmma_kernel(float*)"})
+        r = sass.run_check(self.check(archs=["sm_90a"]), dis, "lab")
+        self.assertFalse(r.ok)
+        self.assertIn("no instruction matching HGMMA (on sm_90a)", r.problems[0])
+
+    def test_a_build_without_them_skips_and_says_why(self):
+        dis = sass.Disassembly({("sm_80", "k"): ["BPT.TRAP 0x1 ;"]},
+                               {"k": "void d10::gemm_7_wgmma_kernel(float*)"})
+        r = sass.run_check(self.check(archs=["sm_90a"]), dis, "lab")
+        self.assertFalse(r.ok)
+        self.assertEqual(r.problems, [])
+        self.assertIn("checked only on sm_90a, and this build compiled sm_80: nothing was "
+                      "checked", r.skipped)
+        case = sass.check_case(None, None, "lab", self.check(archs=["sm_90a"]), dis)
+        self.assertEqual(case.outcome, R.SKIPPED)  # reported as skipped, never as passed
+        self.assertIn("build for sm_90a to run it", case.message)
+
+
 class HintsTest(unittest.TestCase):
     def test_the_format(self):
         text = "# Hints\n\n## VectorAdd\n\n1. First,\n   continued.\n\n2. Second.\n\n## Saxpy\n1. Only.\n"

@@ -28,6 +28,7 @@ class SassCheck:
     require: List[str] = field(default_factory=list)
     forbid: List[str] = field(default_factory=list)
     solution_only: bool = False
+    archs: List[str] = field(default_factory=list)  # only these architectures; empty: every one
 
 
 @dataclass

@@ -133,6 +133,7 @@ class CheckResult:
     ok: bool
     problems: List[str] = field(default_factory=list)  # sentences, one per failure
     detail: str = ""  # what was checked, when ok
+    skipped: str = ""  # why nothing was checked (the build has none of the check's archs)
 
 
 def run_check(check: SassCheck, dis: Disassembly, variant: str) -> CheckResult:
@@ -144,7 +145,12 @@ def run_check(check: SassCheck, dis: Disassembly, variant: str) -> CheckResult:
 
     if not dis.kernels:
         return CheckResult(check, False, ["the library holds no device code at all"])
-    for arch in dis.archs:
+    archs = [a for a in dis.archs if not check.archs or a in check.archs]
+    if not archs:
+        return CheckResult(check, False, skipped=(
+            f"checked only on {', '.join(check.archs)}, and this build compiled "
+            f"{', '.join(dis.archs)}: nothing was checked (build for {check.archs[0]} to run it)"))
+    for arch in archs:
         chosen = {n: body for (a, n), body in dis.kernels.items()
                   if a == arch and re.search(check.kernel, dis.names[n])}
         if not chosen:
@@ -180,7 +186,8 @@ def run_check(check: SassCheck, dis: Disassembly, variant: str) -> CheckResult:
         return CheckResult(check, False, [f"{sentence} (on {', '.join(archs)})"
                                           for sentence, archs in found.items()])
     return CheckResult(check, True, detail=(
-        f"{len(dis.archs)} architectures ({', '.join(dis.archs)}), kernels /{check.kernel}/"))
+        f"{len(archs)} architecture{'s' if len(archs) > 1 else ''} ({', '.join(archs)}), "
+        f"kernels /{check.kernel}/"))
 
 
 def describe(result: CheckResult, lab: Lab) -> str:
@@ -206,5 +213,8 @@ def check_case(m: Manifest, lab: Lab, variant: str, check: SassCheck,
         return R.Case(name, R.NOT_RUN, message=f"not run: {e}", exercise=check.exercise,
                       kind="sass")
     result = run_check(check, dis, variant)
+    if result.skipped:
+        return R.Case(name, R.SKIPPED, message=result.skipped, exercise=check.exercise,
+                      kind="sass")
     return R.Case(name, R.PASSED if result.ok else R.FAILED, message=describe(result, lab),
                   exercise=check.exercise, kind="sass")
