@@ -422,9 +422,10 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   // The copy plan (lesson §7.4), fixed for the whole K loop. Thread x copies chunk x % 8 of rows
   // x / 8 + 32 i of a K-major tile (A, and B when it is [N, K]) or chunk x % 32 of rows
   // x / 32 + 8 i of a [K, N] tile: whole 8-row swizzle periods apart, so its chunk lands at the
-  // same XOR-ed place in each of its rows. Its source pointers move by one K-tile per stage and
-  // its rows' bounds are checked once: each cp.async costs an add and a select, not the 64-bit
-  // index arithmetic that otherwise takes the warp's issue slots from its mma (lesson §7.7).
+  // same XOR-ed place in each of its rows. Its source pointers move by one K-tile per stage and by
+  // one pass per chunk, and its rows' bounds are checked once: each cp.async costs an add and a
+  // select, not the 64-bit index arithmetic that otherwise takes the warp's issue slots from its
+  // mma (lesson §7.7).
   constexpr int kKPass = kMmaThreads / kMmaKChunks;  // 32 K-major rows per pass of the block
   constexpr int kNPass = kMmaThreads / kMmaNChunks;  // 8 rows of a [K, N] tile per pass
   constexpr int kAPasses = kMmaBM / kKPass;
@@ -447,8 +448,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
       for (int i = 0; i < kAPasses; ++i) {
         const bool valid = kc_ok && (a_rows >> i & 1u);
-        cp_async_16_zfill(dst + i * kKPass * kMmaKChunks * 16, valid ? from + i * k_step : A,
-                          valid);
+        cp_async_16_zfill(dst + i * kKPass * kMmaKChunks * 16, valid ? from : A, valid);
+        from += k_step;
       }
     }
     if constexpr (kB == BLayout::kColMajor) {
@@ -459,8 +460,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
       for (int i = 0; i < kBPasses; ++i) {
         const bool valid = kc_ok && i * kKPass < rows_left;
-        cp_async_16_zfill(dst + i * kKPass * kMmaKChunks * 16, valid ? from + i * k_step : B,
-                          valid);
+        cp_async_16_zfill(dst + i * kKPass * kMmaKChunks * 16, valid ? from : B, valid);
+        from += k_step;
       }
     } else {
       constexpr int kBPasses = kMmaBK / kNPass;
@@ -473,8 +474,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
       for (int i = 0; i < kBPasses; ++i) {
         const bool valid = c_ok && i * kNPass < rows_left;
-        cp_async_16_zfill(dst + i * kNPass * kMmaNChunks * 16, valid ? from + i * n_step : B,
-                          valid);
+        cp_async_16_zfill(dst + i * kNPass * kMmaNChunks * 16, valid ? from : B, valid);
+        from += n_step;
       }
     }
   };
