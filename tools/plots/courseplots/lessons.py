@@ -36,7 +36,7 @@ KEY_EDGE = "black"
 
 # Each day's benchmark file, relative to the measurements folder (docs/measurements/h100).
 SOURCES: Dict[str, str] = {day: f"bench-{day}-solution.json" for day in DAYS}
-SOURCES["d10"] = "2026-11-25/step6/d10-table/bench-d10-solution.json"
+SOURCES["d10"] = "2026-11-25/step6/final2/bench-d10-solution.json"
 SOURCES["d14"] = "2026-11-25/days09-14/layer.json"  # not a benchmark file: drawn by day14()
 D14_TRACE = "2026-11-25/days09-14/d14_layer_trace.json"  # the layer's stages, same run
 
