@@ -5,9 +5,9 @@ bench-dNN-solution.json the tables were copied from, row by row by benchmark nam
 row is an InputError, not a gap in a figure). Numbers that are not measurements (a model, a
 target, a peak computed from the clock) are drawn dashed or dotted and say where they come from.
 Days 1-6 read docs/measurements/h100/bench-dNN-solution.json; a later day reads the file of the
-run it was measured in (SOURCES: Day 10's benchmark JSON, from tuning/; Day 14's layer.json from
-python/bench_layer.py, and the layer's trace beside it, in docs/measurements/h100/2026-11-25/
-days09-14/).
+run it was measured in (SOURCES: Day 10's benchmark JSON, from step6/final2/; Day 14's layer.json
+from python/bench_layer.py, and the layer's trace beside it, in docs/measurements/h100/2026-11-25/
+d14-refresh/).
 
     python3 tools/plots/course_plots.py lessons [--measurements DIR] [--out DIR]
 """
@@ -37,8 +37,8 @@ KEY_EDGE = "black"
 # Each day's benchmark file, relative to the measurements folder (docs/measurements/h100).
 SOURCES: Dict[str, str] = {day: f"bench-{day}-solution.json" for day in DAYS}
 SOURCES["d10"] = "2026-11-25/step6/final2/bench-d10-solution.json"
-SOURCES["d14"] = "2026-11-25/days09-14/layer.json"  # not a benchmark file: drawn by day14()
-D14_TRACE = "2026-11-25/days09-14/d14_layer_trace.json"  # the layer's stages, same run
+SOURCES["d14"] = "2026-11-25/d14-refresh/layer.json"  # not a benchmark file: drawn by day14()
+D14_TRACE = "2026-11-25/d14-refresh/d14_layer_trace.json"  # the layer's stages, the next call
 
 
 def source_path(day: str) -> str:
