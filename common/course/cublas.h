@@ -6,8 +6,11 @@
 
 #include <cublas_v2.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "course/check.h"
 
 namespace course {
 
@@ -17,6 +20,16 @@ inline void check_cublas(cublasStatus_t status, const char* what, const char* wh
   if (status != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error(std::string(who) + ": " + what + " failed with status " +
                              std::to_string(static_cast<int>(status)));
+}
+
+// One dimension of a cuBLAS call: the course's interfaces take std::int64_t, cuBLAS takes int.
+// Throws course::InvalidArgument "<who>: <name> = <value> must be >= <low>" or "... must be below
+// 2^31" instead of letting the cast wrap.
+inline int cublas_dim(const char* who, const char* name, std::int64_t value, std::int64_t low = 0) {
+  const std::string what = std::string(who) + ": " + name + " = " + std::to_string(value);
+  require(value >= low, what + " must be >= " + std::to_string(low));
+  require(value < (std::int64_t{1} << 31), what + " must be below 2^31 (cuBLAS takes int)");
+  return static_cast<int>(value);
 }
 
 // The cuBLAS handle, created on first use and kept for the life of the program (creating one

@@ -18,13 +18,12 @@ namespace d07 {
 
 void gemv_0_cublas(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
                    int batch) {
-  course::require(N >= 0 && K >= 0 && batch >= 1, "gemv_0_cublas: bad shape");
-  course::require(N < (std::int64_t{1} << 31) && K < (std::int64_t{1} << 31),
-                  "gemv_0_cublas: N and K must be below 2^31");
-  if (N == 0) return;
+  const int n = course::cublas_dim("gemv_0_cublas", "N", N);
+  const int k = course::cublas_dim("gemv_0_cublas", "K", K);
+  course::cublas_dim("gemv_0_cublas", "batch", batch, 1);
+  if (n == 0) return;
   const cublasHandle_t handle = course::cublas_handle();
   const float alpha = 1.0f, beta = 0.0f;
-  const int n = static_cast<int>(N), k = static_cast<int>(K);
   course::check_cublas(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, batch, k, &alpha, W,
                                     CUDA_R_16BF, k, x, CUDA_R_16BF, k, &beta, y, CUDA_R_32F, n,
                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),

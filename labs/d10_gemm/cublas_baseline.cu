@@ -29,21 +29,22 @@ using course::cublas_handle;  // the default math mode: float32 GEMMs never run 
 
 namespace {
 
-void check_shape(const char* who, std::int64_t M, std::int64_t N, std::int64_t K) {
-  course::require(M >= 0 && N >= 0 && K >= 0, std::string(who) + ": sizes must be >= 0");
-  constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
-  course::require(M <= kMax && N <= kMax && K <= kMax,
-                  std::string(who) + ": sizes must be below 2^31");
+// The dimensions of every call, checked (course::cublas_dim: >= 0 and below 2^31).
+struct Dims {
+  int m, n, k;
+};
+Dims dims(const char* who, std::int64_t M, std::int64_t N, std::int64_t K) {
+  return {course::cublas_dim(who, "M", M), course::cublas_dim(who, "N", N),
+          course::cublas_dim(who, "K", K)};
 }
 
 }  // namespace
 
 void gemm_0_cublas_fp32(const float* A, const float* B, float* C, std::int64_t M, std::int64_t N,
                         std::int64_t K) {
-  check_shape("gemm_0_cublas_fp32", M, N, K);
-  if (M == 0 || N == 0) return;
+  const auto [m, n, k] = dims("gemm_0_cublas_fp32", M, N, K);
+  if (m == 0 || n == 0) return;
   const float alpha = 1.0f, beta = 0.0f;
-  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   check_cublas(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k,
                            &beta, C, n),
                "cublasSgemm");
@@ -51,10 +52,9 @@ void gemm_0_cublas_fp32(const float* A, const float* B, float* C, std::int64_t M
 
 void gemm_0_cublas_bf16(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t M,
                         std::int64_t N, std::int64_t K, BLayout b_layout) {
-  check_shape("gemm_0_cublas_bf16", M, N, K);
-  if (M == 0 || N == 0) return;
+  const auto [m, n, k] = dims("gemm_0_cublas_bf16", M, N, K);
+  if (m == 0 || n == 0) return;
   const float alpha = 1.0f, beta = 0.0f;
-  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   const bool row_major = b_layout == BLayout::kRowMajor;
   check_cublas(cublasGemmEx(cublas_handle(), row_major ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, n,
                             m, k, &alpha, B, CUDA_R_16BF, row_major ? n : k, A, CUDA_R_16BF, k,
@@ -72,7 +72,7 @@ void gemm_0_cublas_bf16(const bfloat16* A, const bfloat16* B, bfloat16* C, std::
 void gemm_0_cublaslt_fp8(const fp8_e4m3* A, const fp8_e4m3* B, bfloat16* C, std::int64_t M,
                          std::int64_t N, std::int64_t K, const float* scale_a,
                          const float* scale_b) {
-  check_shape("gemm_0_cublaslt_fp8", M, N, K);
+  dims("gemm_0_cublaslt_fp8", M, N, K);  // cuBLASLt takes 64-bit sizes; the other rows' limits
   if (M == 0 || N == 0) return;
   static cublasLtHandle_t lt = [] {
     cublasLtHandle_t h = nullptr;
