@@ -247,20 +247,12 @@ void BM_mma_sync_ceiling(benchmark::State& state) {
   DeviceBuffer<float> out(threads);
   const auto run = [&] { d10::mma_sync_ceiling(out.data(), blocks, kCeilingIterations); };
   const auto check = [&] {
-    constexpr float kExpected = 16.0f * 4 * d10::kMmaCeilingChains * kCeilingIterations;
+    constexpr double kExpected = 16.0 * 4 * d10::kMmaCeilingChains * kCeilingIterations;
     const auto got = out.download();
-    course::Comparison result;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      if (got[i] == kExpected) continue;  // NaN (the poison included) fails too
-      if (result.first_bad < 0) result.first_bad = static_cast<std::int64_t>(i);
-      ++result.mismatches;
-    }
-    result.ok = result.mismatches == 0;
-    if (!result.ok)
-      result.message = std::to_string(result.mismatches) + " of " + std::to_string(got.size()) +
-                       " thread sums differ from " + std::to_string(kExpected) + " (first: " +
-                       std::to_string(got[static_cast<std::size_t>(result.first_bad)]) + ")";
-    return result;
+    course::CompareOptions options;
+    options.tolerance = {0.0, 0.0};  // exact: every partial sum is an integer below 2^24
+    options.what = "thread sums";
+    return course::compare(got, std::vector<double>(got.size(), kExpected), options);
   };
   const auto poison = [&] { out.poison(); };
   if (!course::bench::first_run_verified(state, poison, run, check)) return;
