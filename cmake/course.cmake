@@ -157,10 +157,14 @@ function(course_add_lab name)
     set_target_properties(${kernel} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF
                                                POSITION_INDEPENDENT_CODE ON)
 
+    # The harness and main() as object files before the kernel library (common/CMakeLists.txt
+    # says why): a kernel.cu cannot replace what grades it.
     add_executable(${day}_${variant}_tests $<TARGET_OBJECTS:${day}_test_obj>)
-    target_link_libraries(${day}_${variant}_tests PRIVATE ${kernel} course_test_main GTest::gtest)
+    target_link_libraries(${day}_${variant}_tests PRIVATE course_harness_objects course_test_main
+                                                          ${kernel} GTest::gtest)
     add_executable(${day}_${variant}_bench $<TARGET_OBJECTS:${day}_bench_obj>)
-    target_link_libraries(${day}_${variant}_bench PRIVATE ${kernel} course_bench_main
+    target_link_libraries(${day}_${variant}_bench PRIVATE course_harness_objects
+                                                          course_bench_main ${kernel}
                                                           benchmark::benchmark)
     if(LAB_BASELINE_SOURCES)
       target_link_libraries(${day}_${variant}_bench PRIVATE ${day}_baseline)

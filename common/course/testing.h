@@ -19,6 +19,7 @@
 #include "course/buffer.h"
 #include "course/compare.h"
 #include "course/device.h"
+#include "course/observe.h"
 #include "course/random.h"
 
 namespace course {
@@ -118,13 +119,13 @@ struct Guarded {
     buffer.upload(host, offset);
   }
   T* data() { return buffer.data() + offset; }
-  std::vector<T> download() const { return buffer.download(offset, size); }
+  std::vector<T> read_back() const { return buffer.read_back(offset, size); }
 };
 
 // The guard elements before and after `g` must still hold their poison.
 template <class T>
 void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
-  const auto all = g.buffer.download();
+  const auto all = g.buffer.read_back();
   for (std::size_t i = 0; i < g.offset; ++i)
     if (!DType<T>::is_poison(all[i])) {
       ADD_FAILURE() << "the element " << g.offset - i << " before the start of " << what

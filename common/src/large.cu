@@ -144,7 +144,7 @@ std::vector<T> gather(const T* data, std::int64_t size, const std::vector<std::i
   DeviceBuffer<T> out(indices.size());
   gather_kernel<T><<<grid_for(count), kThreads>>>(data, d_indices.data(), count, out.data());
   COURSE_LAUNCH_CHECK();
-  return out.download();  // cudaMemcpy waits for the gather, and for everything before it
+  return out.read_back();  // cudaMemcpy waits for the gather, and for everything before it
 }
 
 std::vector<std::int64_t> large_sample_indices(std::int64_t n, std::uint64_t seed,

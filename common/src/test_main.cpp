@@ -5,12 +5,19 @@
 // descriptor as one JSON object per line (COURSE_EVENTS_FD=<fd>):
 //   {"event":"start","test":"Suite.Case"}
 //   {"event":"end","test":"Suite.Case","outcome":"passed|failed|skipped","ms":12,
-//    "failures":[{"file":"...","line":42,"message":"..."}],"skip":"...","properties":{...}}
+//    "failures":[{"file":"...","line":42,"message":"..."}],"skip":"...","properties":{...},
+//    "replay":"..."}
 //   {"event":"context_lost","test":"Suite.Case","error":"cudaErrorIllegalAddress (...)"}
 // After a test that left the CUDA context broken (an illegal address, a trap, a kernel that
 // faulted: such errors are "sticky", every later CUDA call fails with them) the process ends at
 // once with kContextLostExit, and the runner runs the remaining tests in a fresh process: one
 // faulting kernel fails its own test, never the tests after it.
+//
+// For the grader (course/observe.h): --course_record also sends every observation a test makes,
+// as {"event":"observe","key":"...","what":"...","n":<bytes>} followed by exactly n bytes, on the
+// same descriptor; --course_replay=<dir> replays another program's recorded observations in
+// place of this program's own, and the end event's "replay" says what did not match ("" when
+// everything did).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -20,10 +27,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "course/device.h"
 #include "course/json.h"
+#include "course/observe.h"
 #include "course/random.h"
 #include "course/testing.h"
 
@@ -69,11 +78,37 @@ bool context_lost(std::string* what) {
   return true;
 }
 
+// The runner's descriptor: whole frames, one writer at a time (a test's threads may observe).
+class Channel {
+ public:
+  explicit Channel(int fd) : fd_(fd) {}
+  void write(const std::string& frame) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::fflush(stdout);  // everything the test printed goes out before the event after it
+    std::fflush(stderr);
+    const char* p = frame.data();
+    std::size_t left = frame.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // the runner went away; the tests go on, their verdicts in stdout
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  int fd_;
+  std::mutex mutex_;
+};
+
 class EventStream : public ::testing::EmptyTestEventListener {
  public:
-  EventStream(int fd, bool check_context) : fd_(fd), check_context_(check_context) {}
+  EventStream(Channel* channel, bool check_context)
+      : channel_(channel), check_context_(check_context) {}
 
   void OnTestStart(const ::testing::TestInfo& t) override {
+    course::detail::observe_test_start(full_name(t));
     emit("{\"event\":\"start\",\"test\":" + json_string(full_name(t)) + "}");
   }
 
@@ -99,9 +134,11 @@ class EventStream : public ::testing::EmptyTestEventListener {
       if (!properties.empty()) properties += ",";
       properties += json_string(p.key()) + ":" + json_string(p.value());
     }
+    const std::string replay = course::detail::observe_test_end();
     emit("{\"event\":\"end\",\"test\":" + json_string(full_name(t)) + ",\"outcome\":\"" + outcome +
          "\",\"ms\":" + std::to_string(r.elapsed_time()) + ",\"failures\":[" + failures +
-         "],\"skip\":" + json_string(skip) + ",\"properties\":{" + properties + "}}");
+         "],\"skip\":" + json_string(skip) + ",\"properties\":{" + properties +
+         "},\"replay\":" + json_string(replay) + "}");
     std::string what;
     if (check_context_ && context_lost(&what)) {
       emit("{\"event\":\"context_lost\",\"test\":" + json_string(full_name(t)) +
@@ -115,25 +152,34 @@ class EventStream : public ::testing::EmptyTestEventListener {
   }
 
  private:
-  // Everything the test printed goes out before the event that closes it.
-  void emit(const std::string& line) {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const std::string text = line + "\n";
-    const char* p = text.data();
-    std::size_t left = text.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd_, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // the runner went away; the tests go on, their verdicts in stdout
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-  }
+  void emit(const std::string& line) { channel_->write(line + "\n"); }
 
-  int fd_;
+  Channel* channel_;
   bool check_context_;
 };
+
+// --course_record, --course_replay=<dir>: read (and removed) before GoogleTest sees the flags.
+struct ObserveFlags {
+  bool record = false;
+  std::string replay_dir;
+};
+
+ObserveFlags take_observe_flags(int* argc, char** argv) {
+  ObserveFlags flags;
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    if (std::strcmp(argv[i], "--course_record") == 0) {
+      flags.record = true;
+    } else if (std::strncmp(argv[i], "--course_replay=", 16) == 0) {
+      flags.replay_dir = argv[i] + 16;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  *argc = kept;
+  argv[kept] = nullptr;
+  return flags;
+}
 
 }  // namespace
 
@@ -150,6 +196,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  const ObserveFlags observe = take_observe_flags(&argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   // Listing the tests (the runner and ctest do it to register them) must not touch the GPU.
   if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();
@@ -164,7 +211,16 @@ int main(int argc, char** argv) {
   std::printf("[ course   ] random seed %llu (set COURSE_SEED to repeat)\n",
               static_cast<unsigned long long>(course::run_seed()));
   if (const char* fd = std::getenv("COURSE_EVENTS_FD")) {
-    ::testing::UnitTest::GetInstance()->listeners().Append(new EventStream(std::atoi(fd), gpu));
+    static Channel channel(std::atoi(fd));
+    ::testing::UnitTest::GetInstance()->listeners().Append(new EventStream(&channel, gpu));
+    const auto fail = [](const std::string& message) { ADD_FAILURE() << message; };
+    if (observe.record) {
+      course::detail::observe_configure(
+          course::ObserveMode::kRecord, "", [](const std::string& frame) { channel.write(frame); },
+          fail);
+    } else if (!observe.replay_dir.empty()) {
+      course::detail::observe_configure(course::ObserveMode::kReplay, observe.replay_dir, {}, fail);
+    }
   }
   return RUN_ALL_TESTS();
 }

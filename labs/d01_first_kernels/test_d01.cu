@@ -44,7 +44,7 @@ TEST_P(VectorAdd, MatchesTheReferenceForEverySize) {
   dc.poison();
   d01::vector_add(da.data(), db.data(), dc.data(), GetParam());
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  COURSE_EXPECT_MATCH(dc.download(),
+  COURSE_EXPECT_MATCH(dc.read_back(),
                       course::reference::vector_add(course::as_doubles(a), course::as_doubles(b)));
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, VectorAdd, ::testing::ValuesIn(kSizes),
@@ -61,9 +61,9 @@ TEST_F(VectorAddBounds, DoesNotWritePastTheEnd) {
   dc.poison();
   d01::vector_add(da.data(), db.data(), dc.data(), n);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  COURSE_ASSERT_MATCH(dc.download(0, n),
+  COURSE_ASSERT_MATCH(dc.read_back(0, n),
                       course::reference::vector_add(course::as_doubles(a), course::as_doubles(a)));
-  const auto guard = dc.download(n, 64);
+  const auto guard = dc.read_back(n, 64);
   for (std::size_t i = 0; i < guard.size(); ++i)
     ASSERT_TRUE(course::DType<float>::is_poison(guard[i]))
         << "c[" << n + static_cast<std::int64_t>(i) << "] was written but n = " << n
@@ -80,11 +80,11 @@ TEST_F(VectorAddBounds, AcceptsAnEmptyInputThenAddsOneElement) {
   ASSERT_NO_THROW(d01::vector_add(da.data(), db.data(), dc.data(), 0))
       << "n = 0 must be accepted: return before launching (a grid of 0 blocks is an error)";
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  ASSERT_TRUE(course::DType<float>::is_poison(dc.download()[0]))
+  ASSERT_TRUE(course::DType<float>::is_poison(dc.read_back()[0]))
       << "n = 0 wrote c[0]: with no elements, nothing may be written";
   d01::vector_add(da.data(), db.data(), dc.data(), 1);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  COURSE_EXPECT_MATCH(dc.download(),
+  COURSE_EXPECT_MATCH(dc.read_back(),
                       course::reference::vector_add(course::as_doubles(a), course::as_doubles(b)));
 }
 
@@ -136,7 +136,7 @@ TEST_P(Saxpy, IsCorrectForAnyGrid) {
                  std::to_string(c.block_threads) + " threads)";
   // Unwritten elements keep y's old value, and an element updated twice is y + 2 alpha x:
   // both show as mismatches against the reference.
-  const std::vector<float> got = dy.download();
+  const std::vector<float> got = dy.read_back();
   ASSERT_NE(std::memcmp(got.data(), y.data(), n * sizeof(float)), 0)
       << "y is exactly as it was: nothing was updated. Did the kernel run, and does it write "
          "y[i] = alpha * x[i] + y[i]? (TODO d01.2)";
@@ -169,12 +169,12 @@ TEST_F(SaxpyBounds, AcceptsAnEmptyInputThenUpdatesOneElement) {
   ASSERT_NO_THROW(d01::saxpy(alpha, dx.data(), dy.data(), 0))
       << "n = 0 must be accepted: return before launching (a grid of 0 blocks is an error)";
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  ASSERT_EQ(course::DType<float>::to_bits(dy.download()[0]), course::DType<float>::to_bits(y[0]))
+  ASSERT_EQ(course::DType<float>::to_bits(dy.read_back()[0]), course::DType<float>::to_bits(y[0]))
       << "n = 0 changed y[0]: with no elements, nothing may be written";
   d01::saxpy(alpha, dx.data(), dy.data(), 1);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  COURSE_EXPECT_MATCH(
-      dy.download(), course::reference::saxpy(alpha, course::as_doubles(x), course::as_doubles(y)));
+  COURSE_EXPECT_MATCH(dy.read_back(), course::reference::saxpy(alpha, course::as_doubles(x),
+                                                               course::as_doubles(y)));
 }
 
 class SaxpyLargeIndex : public course::GpuTest {};

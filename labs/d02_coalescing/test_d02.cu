@@ -217,7 +217,7 @@ bool expect_run(const Elementwise<T>& op, const Launch& run) {
   y.poison();
   op.launch(x.data() + run.x_offset, y.data() + run.y_offset, run.n, run.max_blocks);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<T> all = y.download();
+  const std::vector<T> all = y.read_back();
 
   std::vector<double> want = course::as_doubles(host_x);
   for (double& v : want) v = op.reference(v);
@@ -325,7 +325,7 @@ TEST_P(VectorTypeOnGpu, LoadsAndStoresWholeVectors) {
       y.poison();
       d02::reverse_within_vectors(x.data(), y.data(), static_cast<std::int64_t>(vectors));
       COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-      const std::vector<T> all = y.download();
+      const std::vector<T> all = y.read_back();
       const std::vector<double> xs = course::as_doubles(host_x);
       std::vector<double> want(n);
       for (std::size_t i = 0; i < n; ++i) want[i] = xs[i / V * V + (V - 1 - i % V)];
@@ -497,7 +497,7 @@ struct Output {
   // Downloads the output; checks it against want and the guards. False on any failure.
   bool expect(const std::vector<double>& want, std::int64_t cols, const std::string& who,
               const std::string& name, const std::string& what) const {
-    const std::vector<T> all = device.download();
+    const std::vector<T> all = device.read_back();
     course::CompareOptions options;
     options.cols = cols;
     options.what = what;
@@ -870,7 +870,7 @@ TEST_P(GeluRounding, RoundsTheFloat32ResultToTheNearest16BitValue) {
     y.poison();
     d02::gelu(x.data(), y.data(), static_cast<std::int64_t>(n));
     COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto got = y.download();
+    const auto got = y.read_back();
     const auto xs = course::as_doubles(host_x);
     std::vector<double> want(n), bound(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -903,7 +903,7 @@ void expect_add_bias_rounding(bool fused) {
       d02::add_bias(x.data(), bias.data(), y.data(), rows, cols);
     }
     COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto got = y.download();
+    const auto got = y.read_back();
     const auto xs = course::as_doubles(host_x), bs = course::as_doubles(host_b);
     std::vector<double> want(n), bound(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -949,7 +949,7 @@ TEST_P(SiluAndMulRounding, RoundsTheFloat32ResultToTheNearest16BitValue) {
       COURSE_CUDA_CHECK(cudaDeviceSynchronize());
       const auto want =
           ref::silu_and_mul(course::as_doubles(input.host), static_cast<std::size_t>(s.cols));
-      const auto got = out.device.download(0, s.size());
+      const auto got = out.device.read_back(0, s.size());
       std::vector<double> bound(want.size());
       for (std::size_t i = 0; i < want.size(); ++i) bound[i] = kSiluFloatError * std::fabs(want[i]);
       course::CompareOptions options;
@@ -985,7 +985,7 @@ void expect_sum_kept_in_float32() {
     y.poison();
     d02::add_bias_gelu_fused(x.data(), bias.data(), y.data(), rows, cols);
     COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto got = y.download();
+    const auto got = y.read_back();
     const auto xs = course::as_doubles(host_x), bs = course::as_doubles(host_b);
     std::vector<double> want(n);
     for (std::size_t i = 0; i < n; ++i) want[i] = ref::gelu_tanh(xs[i] + bs[i % width]);

@@ -89,7 +89,7 @@ std::vector<float> run_ptx(const Wrapper& w, const std::vector<float>& x) {
   dy.poison();
   d03::ptx_math(w.fn, dx.data(), dy.data(), static_cast<std::int64_t>(x.size()));
   sync();
-  return dy.download();
+  return dy.read_back();
 }
 
 // False (with a failure that says what to do) while the wrapper still returns the placeholder.
@@ -394,7 +394,7 @@ std::vector<float> run_segment_sum(const std::vector<float>& x, InputEnd end = I
   out.poison();
   d03::segment_sum(dx.data(), out.data(), static_cast<std::int64_t>(x.size()));
   sync();
-  return out.download();
+  return out.read_back();
 }
 
 std::vector<float> run_segment_max(const std::vector<float>& x, float garbage,
@@ -404,7 +404,7 @@ std::vector<float> run_segment_max(const std::vector<float>& x, float garbage,
   out.poison();
   d03::segment_max(dx.data(), out.data(), static_cast<std::int64_t>(x.size()));
   sync();
-  return out.download();
+  return out.read_back();
 }
 
 // ---------------------------------------------------------------- 2a: warp sum
@@ -520,7 +520,7 @@ std::vector<float> run_segment_broadcast(const std::vector<float>& x, int src_la
   dy.poison();
   d03::segment_broadcast(dx.data(), dy.data(), static_cast<std::int64_t>(x.size()), src_lane);
   sync();
-  return dy.download();
+  return dy.read_back();
 }
 
 TEST_P(WarpBroadcast, EveryLaneReceivesTheSourceLane) {
@@ -553,7 +553,7 @@ std::vector<float> run_segment_scan(const std::vector<float>& x, std::size_t gua
   dy.poison();
   d03::segment_scan(dx.data(), dy.data(), static_cast<std::int64_t>(x.size()));
   sync();
-  return dy.download();
+  return dy.read_back();
 }
 
 class WarpScan : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
@@ -639,7 +639,7 @@ std::vector<double> run_segment_sum_f64(const std::vector<double>& x) {
   out.poison();
   d03::segment_sum(dx.data(), out.data(), static_cast<std::int64_t>(x.size()));
   sync();
-  return out.download();
+  return out.read_back();
 }
 
 TEST_P(ShuffleDouble, SumsFloat64SegmentsForEverySize) {
@@ -681,7 +681,7 @@ std::vector<course::half> run_segment_max_pairs(const std::vector<course::half>&
   out.poison();
   d03::segment_max_pairs(dx.data(), out.data(), static_cast<std::int64_t>(pairs));
   sync();
-  return out.download();
+  return out.read_back();
 }
 
 // The reference: the max of each channel (even elements a, odd elements b), interleaved again.
@@ -817,7 +817,7 @@ std::vector<T> run_gelu_fast(const std::vector<T>& x, std::size_t offset = 0) {
   dy.poison();
   d03::gelu_fast(dx.data() + offset, dy.data() + offset, static_cast<std::int64_t>(x.size()));
   sync();
-  return dy.download(offset);
+  return dy.read_back(offset);
 }
 
 const char* kGeluWhat = "gelu_fast output (it calls your ptx_tanh: exercise 1d comes first)";
@@ -890,7 +890,7 @@ TEST_F(FastGeluError, IsReportedNextToTheTanhfBaseline) {
   dy.poison();
   d03::gelu_tanhf(dx.data(), dy.data(), static_cast<std::int64_t>(n));
   sync();
-  const auto baseline = dy.download();
+  const auto baseline = dy.read_back();
   const auto worst = [&](const std::vector<float>& y) {
     double w = 0.0;
     for (std::size_t i = 0; i < n; ++i)

@@ -106,7 +106,7 @@ void expect_transpose(Launcher<T> launch, const Variant& v, std::int64_t rows, s
   out.poison();
   launch(in.data() + offset, out.data() + offset, rows, cols);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<T> all = out.download();
+  const std::vector<T> all = out.read_back();
   const std::vector<T> got(all.begin() + static_cast<std::ptrdiff_t>(offset),
                            all.begin() + static_cast<std::ptrdiff_t>(offset + n));
 

@@ -66,7 +66,7 @@ void expect_softmax_matches(Variant variant, const std::vector<T>& x, Shape s,
   if (block_threads)
     options.what += " with blocks of " + std::to_string(block_threads) + " threads";
   COURSE_EXPECT_MATCH(
-      dy.download(misalign, x.size()),
+      dy.read_back(misalign, x.size()),
       course::reference::softmax_rows(course::as_doubles(x), static_cast<std::size_t>(s.rows),
                                       static_cast<std::size_t>(s.cols)),
       options);
@@ -311,7 +311,7 @@ void expect_compaction_matches(CompactFn compact, const char* todo, const std::v
       << "wrong count of elements > " << threshold << " among n = " << n << ". Check the per-block "
       << "counts (one __popc of each ballot), the tail (elements past n must not vote 'keep'), "
       << "and the scan of the block counts." << course::seed_hint();
-  const auto got = dout.download(0, static_cast<std::size_t>(count));
+  const auto got = dout.read_back(0, static_cast<std::size_t>(count));
   std::vector<double> got_sorted = course::as_doubles(got), expected_sorted = expected;
   std::sort(got_sorted.begin(), got_sorted.end());
   std::sort(expected_sorted.begin(), expected_sorted.end());
@@ -326,7 +326,7 @@ void expect_compaction_matches(CompactFn compact, const char* todo, const std::v
   course::CompareOptions options;
   options.what = "the kept elements (in input order)";
   COURSE_EXPECT_MATCH(got, expected, options);
-  const auto rest = dout.download(static_cast<std::size_t>(count));
+  const auto rest = dout.read_back(static_cast<std::size_t>(count));
   const auto written = std::find_if_not(rest.begin(), rest.end(), course::DType<float>::is_poison);
   EXPECT_TRUE(written == rest.end())
       << "out[" << count + (written - rest.begin()) << "] was written, but only out[0, " << count
@@ -476,7 +476,7 @@ TEST_P(MatchKeyCounting, CountsEveryKey) {
   course::CompareOptions options;
   options.what = "counts per key (" + std::to_string(n) + " keys, " + std::to_string(bins) +
                  " bins, " + keys_name(kind) + ")";
-  COURSE_EXPECT_MATCH(counts.download(),
+  COURSE_EXPECT_MATCH(counts.read_back(),
                       course::reference::count_keys(keys, static_cast<std::size_t>(bins)), options);
 }
 INSTANTIATE_TEST_SUITE_P(Keys, MatchKeyCounting,
@@ -508,7 +508,7 @@ TEST_F(MatchKeyCountingTwice, OverwritesTheCountsInsteadOfAddingToThem) {
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   course::CompareOptions options;
   options.what = "counts after two calls (each call must start from zero: clear counts first)";
-  COURSE_EXPECT_MATCH(counts.download(), course::reference::count_keys(keys, bins), options);
+  COURSE_EXPECT_MATCH(counts.read_back(), course::reference::count_keys(keys, bins), options);
 }
 
 // =============================================================================================
@@ -658,7 +658,7 @@ TEST_F(MatchKeyCountingLargeIndex, CountsKeysPastTwoToThe31) {
       "counts per key of n = 2^31 + 2^24 + 17 keys (TODO d05.6: the key index in 64 bits; "
       "keys past 2^31 land in bins " +
       std::to_string((course::kTwoTo31 / run) % period) + " and up)";
-  COURSE_EXPECT_MATCH(counts.download(), want, options);
+  COURSE_EXPECT_MATCH(counts.read_back(), want, options);
 }
 
 // =============================================================================================
@@ -680,7 +680,7 @@ void expect_softmax_rounded_to_nearest(Variant variant, Shape s) {
   dy.poison();
   call_softmax(variant, dx.data(), dy.data(), s, 0);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto got = dy.download();
+  const auto got = dy.read_back();
   const auto want = course::reference::softmax_rows(
       course::as_doubles(x), static_cast<std::size_t>(s.rows), static_cast<std::size_t>(s.cols));
   course::CompareOptions options;

@@ -153,7 +153,7 @@ void expect_row_sums(const std::vector<float>& x, std::int64_t rows, std::int64_
   Guarded<float> sums(static_cast<std::size_t>(rows), 0);
   d06::row_sums(dx.data(), sums.data(), rows, cols, block_threads);
   synchronize();
-  const auto got = sums.download();
+  const auto got = sums.read_back();
   const auto xd = course::as_doubles(x);
   const auto want =
       ref::row_sums(xd, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols));
@@ -239,13 +239,13 @@ struct SumRun {
     out.buffer.poison();
     d06::sum_two_pass(x.data(), static_cast<std::int64_t>(x.size), partials.data(), out.data());
     synchronize();
-    return out.download()[0];
+    return out.read_back()[0];
   }
   float atomic() {
     out.buffer.poison();
     d06::sum_atomic(x.data(), static_cast<std::int64_t>(x.size), out.data());
     synchronize();
-    return out.download()[0];
+    return out.read_back()[0];
   }
 };
 
@@ -381,7 +381,7 @@ void expect_rmsnorm(const std::vector<T>& x, const std::vector<T>& w, std::int64
   o.cols = hidden;
   o.what = std::string("y") + shape_text(rows, hidden);
   COURSE_EXPECT_MATCH(
-      dy.download(),
+      dy.read_back(),
       ref::rmsnorm(course::as_doubles(x), course::as_doubles(w), rows, hidden, kRmsEps), o);
   expect_guards_untouched(dy, "y");
 }
@@ -463,7 +463,7 @@ void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& res
   course::CompareOptions o;
   o.cols = hidden;
   o.what = "residual" + shape_text(rows, hidden) + " (must be updated in place to x + residual)";
-  const auto residual_after = dres.download();
+  const auto residual_after = dres.read_back();
   if (std::memcmp(residual_after.data(), residual.data(), residual.size() * sizeof(T)) == 0)
     ADD_FAILURE() << "residual still holds exactly its input values: the kernel must write "
                      "x + residual back into it (TODO d06.5)";
@@ -472,7 +472,7 @@ void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& res
   expect_guards_untouched(dres, "residual");
   o.what = std::string(in_place ? "y, written over x," : "y") + shape_text(rows, hidden) +
            " (rmsnorm of the new residual)";
-  const auto y_after = in_place ? dx.download() : dy.download();
+  const auto y_after = in_place ? dx.read_back() : dy.read_back();
   if (in_place && std::memcmp(y_after.data(), x.data(), x.size() * sizeof(T)) == 0)
     ADD_FAILURE() << "y is x here, and x still holds exactly its input values: the output was "
                      "never written over it";
@@ -480,7 +480,7 @@ void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& res
     COURSE_EXPECT_MATCH(y_after, want.y, o);
   expect_guards_untouched(in_place ? dx : dy, in_place ? "x (= y)" : "y");
   if (!in_place) {
-    const auto x_after = dx.download();
+    const auto x_after = dx.read_back();
     EXPECT_EQ(0, std::memcmp(x_after.data(), x.data(), x.size() * sizeof(T)))
         << "x was modified: fused_add_rmsnorm only reads x (the sum goes to residual, the "
            "output to y)";
@@ -567,14 +567,14 @@ void expect_layernorm(const std::vector<T>& x, std::int64_t rows, std::int64_t h
   o.cols = hidden;
   o.tolerance = check.y_tolerance;
   o.what = std::string("y") + shape_text(rows, hidden);
-  COURSE_EXPECT_MATCH(dy.download(), want.y, o);
+  COURSE_EXPECT_MATCH(dy.read_back(), want.y, o);
   expect_guards_untouched(dy, "y");
   if (check.statistics) {
     course::CompareOptions s;
     s.what = "mean (one float per row, written by one thread of the row)";
-    COURSE_EXPECT_MATCH(mean.download(), want.mean, s);
+    COURSE_EXPECT_MATCH(mean.read_back(), want.mean, s);
     s.what = "rstd = 1 / sqrt(var + eps) (one float per row; var is the biased variance, / hidden)";
-    COURSE_EXPECT_MATCH(rstd.download(), want.rstd, s);
+    COURSE_EXPECT_MATCH(rstd.read_back(), want.rstd, s);
   }
   expect_guards_untouched(mean, "mean");
   expect_guards_untouched(rstd, "rstd");
@@ -666,7 +666,7 @@ void expect_softmax(const std::vector<T>& x, std::int64_t rows, std::int64_t col
   course::CompareOptions o;
   o.cols = cols;
   o.what = std::string("y") + shape_text(rows, cols);
-  COURSE_EXPECT_MATCH(dy.download(), ref::softmax_rows(course::as_doubles(x), rows, cols), o);
+  COURSE_EXPECT_MATCH(dy.read_back(), ref::softmax_rows(course::as_doubles(x), rows, cols), o);
   expect_guards_untouched(dy, "y");
 }
 
@@ -846,7 +846,7 @@ void expect_large_sum(Sum sum, const char* who, const char* todo) {
   out.poison();
   sum(x.data(), n, out.data());
   synchronize();
-  const float got = out.download()[0];
+  const float got = out.read_back()[0];
   if (course::DType<float>::is_poison(got)) {
     ADD_FAILURE() << who << " never wrote *out (it still holds the poison value): is the TODO "
                   << "still there? (" << todo << ")";
@@ -1100,7 +1100,7 @@ TEST_P(RmsNormRounding, RoundsTheFloat32ResultToTheNearest16BitValue) {
       dy.poison();
       d06::rmsnorm(dx.data(), dw.data(), dy.data(), rows, hidden, kRmsEps);
       synchronize();
-      const auto got = dy.download();
+      const auto got = dy.read_back();
       const auto want =
           ref::rmsnorm(course::as_doubles(x), course::as_doubles(w), rows, hidden, kRmsEps);
       course::CompareOptions o;
@@ -1134,7 +1134,7 @@ FusedRun<T> run_fused(std::int64_t rows, std::int64_t hidden, std::uint64_t salt
   dy.poison();
   d06::fused_add_rmsnorm(dx.data(), dr.data(), dw.data(), dy.data(), rows, hidden, kRmsEps);
   synchronize();
-  return {dr.download(), dy.download(),
+  return {dr.read_back(), dy.read_back(),
           ref::fused_add_rmsnorm(course::as_doubles(x), course::as_doubles(r),
                                  course::as_doubles(w), rows, hidden, kRmsEps),
           rows, hidden};
@@ -1211,7 +1211,7 @@ TEST_P(LayerNormRounding, RoundsTheFloat32ResultToTheNearest16BitValue) {
       d06::layernorm(dx.data(), dg.data(), db.data(), dy.data(), nullptr, nullptr, rows, hidden,
                      kLayerNormEps);
       synchronize();
-      const auto got = dy.download();
+      const auto got = dy.read_back();
       const auto xd = course::as_doubles(x), gd = course::as_doubles(gamma),
                  bd = course::as_doubles(beta);
       const auto want = ref::layernorm(xd, gd, bd, rows, hidden, kLayerNormEps);
@@ -1248,7 +1248,7 @@ TEST_P(OnlineSoftmaxRounding, RoundsEachProbabilityToTheNearest16BitValue) {
       dy.poison();
       d06::softmax_online(dx.data(), dy.data(), rows, cols);
       synchronize();
-      const auto got = dy.download();
+      const auto got = dy.read_back();
       const auto want = ref::softmax_rows(course::as_doubles(x), rows, cols);
       course::CompareOptions o;
       o.cols = cols;

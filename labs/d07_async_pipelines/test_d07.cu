@@ -73,7 +73,7 @@ TEST_P(AsyncCopy, CopiesEveryFloatOfEverySize) {
     course::CompareOptions options;
     options.tolerance = {0.0, 0.0};  // a copy is exact
     options.what = std::string("y (") + c.variant.todo + ")";
-    COURSE_EXPECT_MATCH(y.download(), course::as_doubles(x), options);
+    COURSE_EXPECT_MATCH(y.read_back(), course::as_doubles(x), options);
     expect_guards_untouched(y, "y");
   }
 }
@@ -138,7 +138,7 @@ void expect_gemv_matches(const GemvFn& gemv, const Shape& s, const std::string& 
   options.tolerance = kGemvTolerance;
   options.cols = s.N;  // [batch, N]: a bad element is reported as [b, n]
   options.what = "y [batch, N] (" + todo + ")";
-  COURSE_EXPECT_MATCH(y.download(), want, options);
+  COURSE_EXPECT_MATCH(y.read_back(), want, options);
   expect_guards_untouched(y, "y");
 }
 

@@ -893,7 +893,7 @@ std::vector<std::int32_t> run_scan(ScanFn scan, const std::vector<std::int32_t>&
   if (temp.size() > 0) COURSE_CUDA_CHECK(cudaMemset(temp.data(), 0xab, temp.bytes()));
   scan(dx.data(), dy.data(), n, temp.data(), temp.bytes());
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  return dy.download();
+  return dy.read_back();
 }
 
 void expect_scan(ScanFn scan, const std::vector<std::int32_t>& x, const std::string& todo) {
@@ -932,9 +932,9 @@ void expect_tiles(std::int64_t n, std::uint64_t salt) {
   const std::string todo =
       "Each tile is scanned on its own (lesson 8 §10.2): BlockLoad, BlockScan::InclusiveSum, "
       "BlockStore in load_and_scan_tile and store_tile (TODO d08.8)";
-  std::string problem = scan_problem(dy.download(), want, "y", todo);
+  std::string problem = scan_problem(dy.read_back(), want, "y", todo);
   if (!problem.empty()) ADD_FAILURE() << problem;
-  problem = scan_problem(dsums.download(), want_sums, "tile_sums",
+  problem = scan_problem(dsums.read_back(), want_sums, "tile_sums",
                          "tile_sums[t] is the total of tile t, which load_and_scan_tile returns "
                          "(TODO d08.8)");
   if (!problem.empty()) ADD_FAILURE() << problem;
@@ -1036,7 +1036,7 @@ TEST_F(ScanDecoupledLookback, IsExactOnTwentyRepeatsOfTwoTo24) {
     COURSE_CUDA_CHECK(cudaMemset(temp.data(), 0xab, temp.bytes()));
     d08::scan_2_decoupled_lookback(dx.data(), dy.data(), n, temp.data(), temp.bytes());
     COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::string problem = scan_problem(dy.download(), want, "y", kTodo10);
+    const std::string problem = scan_problem(dy.read_back(), want, "y", kTodo10);
     if (!problem.empty()) {
       ADD_FAILURE() << "run " << run + 1 << " of " << kRepeats
                     << " (a wrong run after right ones is a race in the look-back: is every "
@@ -1105,7 +1105,7 @@ std::vector<std::int32_t> run_sampling(const std::vector<float>& probs, std::int
   tokens.poison();
   d08::sample_1_pivot(dprobs.data(), batch, vocab, params, seed, draw, tokens.data());
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  return tokens.download();
+  return tokens.read_back();
 }
 
 // Every row's token is checked: inside the allowed set always, and equal to the float64

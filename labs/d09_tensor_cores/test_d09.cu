@@ -153,7 +153,7 @@ void check_gemm(const GemmFn<T>& gemm, const GemmShape& s, std::int64_t tile,
   Guarded<float> C(static_cast<std::size_t>(s.M * s.N), offset);
   gemm(dA.data(), dB.data(), C.data(), s.M, s.N, s.K);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  expect_gemm_close(C.download(), A, B, s, tile, todo);
+  expect_gemm_close(C.read_back(), A, B, s, tile, todo);
   expect_guards_untouched(C, "C");
 }
 
@@ -351,7 +351,7 @@ std::vector<double> run_mma(const std::vector<double>& A, const std::vector<doub
     d09::mma_16x8x16_f16(dA.data(), dB.data(), dC.data());
   else
     d09::mma_16x8x16_bf16(dA.data(), dB.data(), dC.data());
-  const auto c = dC.download();
+  const auto c = dC.read_back();
   std::vector<double> out(c.size());
   for (std::size_t i = 0; i < c.size(); ++i) out[i] = c[i];
   return out;
@@ -496,7 +496,7 @@ TEST_P(Ldmatrix, HandsOutEveryElementAsThePtxIsaSays) {
   DeviceBuffer<std::uint32_t> out(32 * count);
   out.poison();
   d09::ldmatrix_dump(dsrc.data(), out.data(), count, trans);
-  const auto got = out.download();
+  const auto got = out.read_back();
   const std::string name = std::string("ldmatrix .x") + std::to_string(count) +
                            (trans ? ".trans" : "") + " (TODO(d09.4))";
   const auto matches = [&](const std::function<std::uint32_t(int, int)>& want) {
@@ -631,7 +631,7 @@ TEST_P(SwizzleLdmatrix, ReadsBackTheTileAsAFragments) {
   DeviceBuffer<std::uint32_t> out(32 * 4 * blocks);
   out.poison();
   d09::ldmatrix_swizzled_tile(dsrc.data(), out.data(), row_bytes);
-  const auto got = out.download();
+  const auto got = out.read_back();
   const auto where = [](std::uint32_t v) {
     return "(" + std::to_string(v / 64) + ", " + std::to_string(v % 64) + ")";
   };
@@ -693,7 +693,7 @@ TEST_F(MmaGemmEdges, WritesZerosForKZeroAndComputesK1) {
   DeviceBuffer<bfloat16> A(8), B(8);
   Guarded<float> C(5 * 7, 0);
   d09::gemm_mma_bf16(A.data(), B.data(), C.data(), 5, 7, 0);
-  for (float v : C.download()) ASSERT_EQ(v, 0.0f) << "K = 0: every element of C must be 0";
+  for (float v : C.read_back()) ASSERT_EQ(v, 0.0f) << "K = 0: every element of C must be 0";
   check_gemm<bfloat16>(kGemmMma, {5, 7, 1}, kGemmTile, kGemmTodo);
 }
 

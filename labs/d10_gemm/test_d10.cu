@@ -103,7 +103,7 @@ void expect_fp32_gemm_matches(Fp32Gemm gemm, const Shape& s, const std::string& 
   options.tolerance = fp32_tolerance(s.K);
   options.cols = s.N;
   options.what = "C [M, N] (" + todo + ")";
-  COURSE_EXPECT_MATCH(C.download(), want, options);
+  COURSE_EXPECT_MATCH(C.read_back(), want, options);
   expect_guards_untouched(C, "C");
 }
 
@@ -180,7 +180,7 @@ void expect_bf16_gemm_matches(const Bf16Gemm& gemm, const Shape& s, ref::BLayout
   options.tolerance = bf16_tolerance(s.K);
   options.cols = s.N;
   options.what = "C [M, N] (" + todo + ")";
-  COURSE_EXPECT_MATCH(C.download(), want, options);
+  COURSE_EXPECT_MATCH(C.read_back(), want, options);
   expect_guards_untouched(C, "C");
 }
 
@@ -338,7 +338,7 @@ void expect_fp8_gemm_matches(const Shape& s) {
   options.tolerance = kFp8Tolerance;
   options.cols = s.N;
   options.what = "C [M, N] (gemm_8_fp8: TODO(d10.8); C = scale_a * scale_b * A B)";
-  COURSE_EXPECT_MATCH(C.download(), want, options);
+  COURSE_EXPECT_MATCH(C.read_back(), want, options);
   expect_guards_untouched(C, "C");
 }
 // K % 16 == 0 (16-byte rows of e4m3); K = 80, 144, 272 and 528 end in a partial 128-wide stage.

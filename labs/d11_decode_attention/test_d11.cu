@@ -324,11 +324,11 @@ void run_and_check(const Problem<T>& pr, int num_splits, const std::string& todo
   course::CompareOptions o_options;
   o_options.cols = pr.shape.head_dim;
   o_options.what = "o [batch * num_qo_heads, head_dim] (" + todo + ")";
-  COURSE_EXPECT_MATCH(o.download(), ref_o, o_options);
+  COURSE_EXPECT_MATCH(o.read_back(), ref_o, o_options);
   course::CompareOptions lse_options;
   lse_options.tolerance = kLseTolerance;
   lse_options.what = "lse [batch * num_qo_heads] (" + todo + ")";
-  COURSE_EXPECT_MATCH(lse.download(), ref_lse, lse_options);
+  COURSE_EXPECT_MATCH(lse.read_back(), ref_lse, lse_options);
   course::expect_guards_untouched(o, "o");
   course::expect_guards_untouched(lse, "lse");
 }

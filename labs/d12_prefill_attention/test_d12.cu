@@ -275,12 +275,12 @@ void run_case(const Case& c, const std::string& todo) {
   course::CompareOptions o_options;
   o_options.cols = static_cast<std::int64_t>(c.heads) * c.dim;  // [query row, head * dim + d]
   o_options.what = "o [total_q, heads * dim] (" + todo + ")";
-  COURSE_EXPECT_MATCH(o.download(), want_o, o_options);
+  COURSE_EXPECT_MATCH(o.read_back(), want_o, o_options);
   course::CompareOptions lse_options;
   lse_options.tolerance = kLseTolerance;
   lse_options.cols = total_q;  // [head, query row]
   lse_options.what = "lse [heads, total_q] (natural log; -inf for a row with no key; " + todo + ")";
-  COURSE_EXPECT_MATCH(lse.download(), want_lse, lse_options);
+  COURSE_EXPECT_MATCH(lse.read_back(), want_lse, lse_options);
   expect_guards_untouched(o, "o");
   expect_guards_untouched(lse, "lse");
 }

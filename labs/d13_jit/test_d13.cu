@@ -462,7 +462,7 @@ void check_rmsnorm(d13::KernelCache& cache, std::int64_t rows, int hidden, d13::
   course::CompareOptions options;
   options.cols = hidden;
   options.what = "y (TODO d13.6: the RMSNorm template in kRmsNormSource)";
-  COURSE_EXPECT_MATCH(dy.download(), ref, options);
+  COURSE_EXPECT_MATCH(dy.read_back(), ref, options);
   course::expect_guards_untouched(dy, "y");
 }
 
@@ -505,7 +505,7 @@ void check_gemm(d13::KernelCache& cache, std::int64_t M, std::int64_t N, std::in
   course::CompareOptions options;
   options.cols = N;
   options.what = "C (TODO d13.7: the GEMM template in kGemmSource)";
-  COURSE_EXPECT_MATCH(dC.download(), ref, options);
+  COURSE_EXPECT_MATCH(dC.read_back(), ref, options);
   course::expect_guards_untouched(dC, "C");
 }
 

@@ -97,9 +97,9 @@ void check_rope(std::int64_t tokens, int heads, int kv_heads, int dim, float the
                                            kv_heads, dim, inv_freqs(dim, theta));
   // One rounding to bfloat16 after float32 arithmetic whose cos/sin are accurate to ~2^-21:
   // the default bfloat16 tolerance.
-  COURSE_EXPECT_MATCH(q.download(), want.q, opts(dim, "q (rotated query heads)"));
-  COURSE_EXPECT_MATCH(k.download(), want.k, opts(dim, "k (rotated key heads)"));
-  COURSE_EXPECT_MATCH(v.download(), want.v, opts(dim, "v (copied value heads)"));
+  COURSE_EXPECT_MATCH(q.read_back(), want.q, opts(dim, "q (rotated query heads)"));
+  COURSE_EXPECT_MATCH(k.read_back(), want.k, opts(dim, "k (rotated key heads)"));
+  COURSE_EXPECT_MATCH(v.read_back(), want.v, opts(dim, "v (copied value heads)"));
 }
 
 TEST_F(RopeQkv, RotatesQueryAndKeyHeadsAndCopiesValues) {
@@ -125,7 +125,7 @@ void check_silu(std::int64_t tokens, std::int64_t inter, std::size_t offset, std
   course::Guarded<bfloat16> out(tokens * inter, offset);
   d14::silu_and_mul(d_gu.data(), out.data(), tokens, inter);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  COURSE_EXPECT_MATCH(out.download(), ref::silu_and_mul(course::as_doubles(gu), tokens, inter),
+  COURSE_EXPECT_MATCH(out.read_back(), ref::silu_and_mul(course::as_doubles(gu), tokens, inter),
                       opts(inter, "out = silu(gate) * up"));
   course::expect_guards_untouched(out, "out");
 }
@@ -227,9 +227,9 @@ void check_layer(const LayerCase& c, std::uint64_t salt, cudaStream_t stream = n
       ref::decoder_layer(d.shape, d.w64, course::as_doubles(d.x), course::as_doubles(d.residual),
                          c.batch, c.seq_len, inv_freqs(k.head_dim, k.rope_theta), round_bf16);
   COURSE_EXPECT_MATCH(
-      residual.download(), want.residual,
+      residual.read_back(), want.residual,
       opts(k.hidden, "residual (x + residual + attention's projection)", kLayerTolerance));
-  COURSE_EXPECT_MATCH(out.download(), want.out,
+  COURSE_EXPECT_MATCH(out.read_back(), want.out,
                       opts(k.hidden, "out (the MLP's output)", kLayerTolerance));
 }
 

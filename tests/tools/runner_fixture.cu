@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "course/check.h"
+#include "course/observe.h"
 #include "course/testing.h"
 
 namespace {
@@ -62,6 +63,45 @@ TEST(FixtureGpu, RunsAfterTheLostContext) {
   float* p = nullptr;
   COURSE_CUDA_CHECK(cudaMalloc(&p, 1024));
   COURSE_CUDA_CHECK(cudaFree(p));
+}
+
+// The grader's observations (course/observe.h): what "the code under test" returns comes from
+// FIXTURE_VALUE (42 when unset), and FIXTURE_FORGE=1 plays a student's program that reports a
+// pass whatever it computed. Recorded in one run and replayed in another, the replay's verdict
+// is about the recorded value (tests/tools/test_course_tool.py, ObserveTest).
+int code_under_test() {
+  const char* v = std::getenv("FIXTURE_VALUE");
+  return v != nullptr ? std::atoi(v) : 42;
+}
+bool forging() { return std::getenv("FIXTURE_FORGE") != nullptr; }
+
+TEST(Observe, Value) {
+  const int got = course::observed(code_under_test(), "code_under_test()");
+  if (!forging()) EXPECT_EQ(got, 42);
+}
+
+TEST(Observe, Strings) {
+  const std::string got = course::observed(std::string(code_under_test(), 'x'));
+  if (!forging()) EXPECT_EQ(got.size(), 42u);
+}
+
+TEST(Observe, Throws) {
+  COURSE_EXPECT_THROW(
+      {
+        if (code_under_test() == 42) throw course::InvalidArgument("rejected");
+      },
+      course::InvalidArgument);
+  if (forging()) ::testing::Test::RecordProperty("forged", "1");
+}
+
+TEST(Observe, Keyed) {
+  // Two keys, observed in either order: each key's observations replay in their own order.
+  const bool flip = code_under_test() % 2 == 1;
+  for (int k = 0; k < 2; ++k) {
+    course::ObservationKey key("thread " + std::to_string(flip ? 1 - k : k));
+    const int got = course::observed(10 * (flip ? 1 - k : k) + 1);
+    EXPECT_EQ(got, 10 * (flip ? 1 - k : k) + 1);
+  }
 }
 
 }  // namespace

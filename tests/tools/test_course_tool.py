@@ -19,7 +19,7 @@ from contextlib import redirect_stderr, redirect_stdout
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from course import build, cli, hints, manifest, runner, sass, starter  # noqa: E402
+from course import build, cli, hints, manifest, runner, sandbox, sass, starter  # noqa: E402
 from course import results as R  # noqa: E402
 
 BUILD = os.environ.get("COURSE_BUILD_DIR", "")
@@ -206,6 +206,94 @@ class RunnerTest(unittest.TestCase):
 
     def test_filters_never_split_on_a_dash(self):
         self.assertEqual(runner.gtest_filter(["A.b-c", "D.e"]), "A.b?c:D.e")
+
+
+class ObserveTest(unittest.TestCase):
+    """The grader's trusted verdicts (course/observe.h): what a program under test observed is
+    recorded, and the same test run again in another program replays it; the replay's verdict
+    is about the recorded values, whatever the recording program reported."""
+
+    def run_pair(self, tests, record_env, replay_env=None):
+        with tempfile.TemporaryDirectory() as tapes:
+            env = dict(os.environ, **record_env)
+            recorded, _ = runner.run_tests(FIXTURE, tests, timeout=30, budget=120, env=env,
+                                           record=tapes)
+            replayed, _ = runner.run_tests(FIXTURE, tests, timeout=30, budget=120,
+                                           env=dict(os.environ, **(replay_env or {})),
+                                           replay=tapes)
+            files = os.listdir(tapes)
+        return recorded, replayed, files
+
+    def test_an_honest_program_passes_its_replay(self):
+        tests = ["Observe.Value", "Observe.Strings", "Observe.Throws", "Observe.Keyed"]
+        recorded, replayed, files = self.run_pair(tests, {})
+        self.assertEqual({t: c.outcome for t, c in recorded.items()}, dict.fromkeys(tests, "passed"))
+        self.assertEqual({t: c.outcome for t, c in replayed.items()}, dict.fromkeys(tests, "passed"))
+        self.assertEqual(sorted(files), sorted(runner.tape_file_name(t) for t in tests))
+
+    def test_a_forged_pass_fails_its_replay(self):
+        tests = ["Observe.Value", "Observe.Strings", "Observe.Throws"]
+        recorded, replayed, _ = self.run_pair(tests, {"FIXTURE_VALUE": "41", "FIXTURE_FORGE": "1"})
+        self.assertEqual(recorded["Observe.Value"].outcome, "passed")  # forged
+        self.assertEqual(recorded["Observe.Strings"].outcome, "passed")
+        for t in tests:
+            self.assertEqual(replayed[t].outcome, "failed", t)
+        self.assertIn("41", replayed["Observe.Value"].message)
+        self.assertIn("threw nothing", replayed["Observe.Throws"].message)
+
+    def test_keyed_observations_replay_in_their_own_order(self):
+        recorded, replayed, _ = self.run_pair(["Observe.Keyed"], {"FIXTURE_VALUE": "43"})
+        self.assertEqual(recorded["Observe.Keyed"].outcome, "passed")
+        self.assertEqual(replayed["Observe.Keyed"].outcome, "passed",
+                         replayed["Observe.Keyed"].message)
+
+    def test_missing_or_extra_observations_fail_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as tapes:
+            runner.run_tests(FIXTURE, ["Observe.Value"], timeout=30, budget=60, record=tapes)
+            path = os.path.join(tapes, runner.tape_file_name("Observe.Value"))
+            with open(path, "ab") as f:  # one observation more than the test takes
+                f.write(b"- " + b"x".hex().encode() + b" 4\n\x2a\x00\x00\x00")
+            replayed, _ = runner.run_tests(FIXTURE, ["Observe.Value", "Observe.Strings"],
+                                           timeout=30, budget=60, replay=tapes)
+        self.assertEqual(replayed["Observe.Value"].outcome, "failed")
+        self.assertIn("more steps than the test takes", replayed["Observe.Value"].message)
+        self.assertEqual(replayed["Observe.Strings"].outcome, "failed")
+        self.assertIn("recorded nothing", replayed["Observe.Strings"].message)
+
+    def test_forged_events_do_not_replace_the_harness_verdict(self):
+        # A program may write anything on the events descriptor; an end event for a test that is
+        # not running, or a second start of a finished test, is not the harness's.
+        parser = runner.EventParser()
+        frames = parser.feed(b'{"event":"observe","key":"","what":"v","n":3}\nabc{"event":"start",'
+                             b'"test":"A.b"}\nnoise\n')
+        self.assertEqual([(e["event"], p) for e, p in frames], [("observe", b"abc"), ("start", None)])
+        self.assertEqual(parser.feed(b'{"event":"observe","n":-1}\n'), [])
+        self.assertTrue(parser.bad)
+
+
+@unittest.skipUnless(sandbox.check() == "", f"no sandbox here: {sandbox.check()}")
+class SandboxTest(unittest.TestCase):
+    """A student's program runs in bubblewrap (tools/course/sandbox.py): the runner's events
+    still arrive, the hidden folders are empty, and nothing outside the private folder can be
+    written."""
+
+    def test_the_runner_works_through_the_sandbox(self):
+        with tempfile.TemporaryDirectory() as private, tempfile.TemporaryDirectory() as hidden:
+            with open(os.path.join(hidden, "secret"), "w") as f:
+                f.write("x")
+            prefix = sandbox.prefix(private=private, hide=[hidden])
+            cases, _ = runner.run_tests(FIXTURE, ["Fixture.Passes", "Fixture.Fails",
+                                                  "Observe.Value"], timeout=30, budget=60,
+                                        prefix=prefix)
+            self.assertEqual(cases["Fixture.Passes"].outcome, "passed")
+            self.assertEqual(cases["Fixture.Fails"].outcome, "failed")
+            p = subprocess.run(prefix + ["/bin/sh", "-c", f"ls -A {hidden}; touch {hidden}/x; "
+                                         f"touch {private}/ok; echo $HOME"],
+                               capture_output=True, text=True)
+            self.assertNotIn("secret", p.stdout)
+            self.assertFalse(os.path.exists(os.path.join(hidden, "x")))
+            self.assertTrue(os.path.exists(os.path.join(private, "ok")))
+            self.assertIn(os.path.realpath(private), p.stdout)
 
 
 class BuildMessagesTest(unittest.TestCase):

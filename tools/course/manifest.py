@@ -88,6 +88,10 @@ class Manifest:
     results_dir: str
     test_budget: float
     labs: List[Lab]
+    # Set in the manifest the grader writes for a student (grade.py): {"sandbox": the command
+    # line that runs a student's program in the sandbox (sandbox.py), [] for none; "verify":
+    # true: every passing case is checked again in the reference program (testrun.py)}.
+    grading: Dict = field(default_factory=dict)
 
     def find(self, text: str) -> Optional[Lab]:
         """A lab from what a student types: d02, 02, 2, day2, D02 or d02_coalescing."""
@@ -126,7 +130,8 @@ def parse(doc: dict, path: str = MANIFEST) -> Manifest:
                         python=doc.get("python", "python3"), cuobjdump=doc.get("cuobjdump", ""),
                         cuda_architectures=str(doc.get("cuda_architectures", "")),
                         results_dir=doc["results_dir"],
-                        test_budget=float(doc.get("test_budget", 1200)), labs=labs)
+                        test_budget=float(doc.get("test_budget", 1200)), labs=labs,
+                        grading=dict(doc.get("grading") or {}))
     except (KeyError, TypeError, ValueError) as e:
         raise ManifestError(f"{path} is not a course manifest ({type(e).__name__}: {e}); "
                             "reconfigure the build to rewrite it") from e
@@ -159,6 +164,7 @@ def to_json(m: Manifest) -> dict:
         "cuda_architectures": m.cuda_architectures,
         "results_dir": m.results_dir,
         "test_budget": m.test_budget,
+        "grading": m.grading,
         "labs": [{
             "day": lab.day, "name": lab.name, "title": lab.title, "exercises": lab.exercises,
             "host_suites": lab.host_suites, "serial_suites": lab.serial_suites,

@@ -13,6 +13,12 @@ watch and starting it again when it dies:
 
 So a kernel that faults or hangs fails its own test and no other, and a day whose tests all
 pass costs one process start.
+
+For the grader (common/course/observe.h, docs/grading.md "The trust boundary"): `record=<dir>`
+runs the program with --course_record and keeps what each test observed in <dir>, one tape file
+per test; `replay=<dir>` runs another program (the reference, which holds no student code) with
+--course_replay=<dir>, and a test whose observations did not replay fails with the reason.
+`prefix` (the sandbox, tools/course/sandbox.py) goes before the program on the command line.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ OUTPUT_LIMIT = 64 * 1024  # bytes of one test's output kept (head and tail)
 
 
 def list_tests(binary: str, timeout: float = 60.0) -> List[str]:
-    """The tests a GoogleTest program holds, as Suite.Case, in its own order."""
+    """The tests a GoogleTest program holds, as Suite.Case, in its own order. (The grader lists
+    the reference program's tests, never the student's: the class build decides what runs.)"""
     out = subprocess.run([binary, "--gtest_list_tests"], capture_output=True, text=True,
                          errors="replace", timeout=timeout)
     if out.returncode != 0:
@@ -113,6 +120,101 @@ def describe_lost_context(error: str) -> str:
 # ------------------------------------------------------------------------------- the run
 
 
+# ------------------------------------------------------------------------------- the channel
+
+MAX_OBSERVATION_BYTES = 1 << 30  # one test's observations, all together
+
+
+def tape_file_name(test: str) -> str:
+    """A test's tape file: FNV-1a (64 bits) of its full name, as observe.cpp computes it."""
+    h = 0xcbf29ce484222325
+    for b in test.encode("utf-8"):
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}.tape"
+
+
+class EventParser:
+    """The test program's descriptor: JSON lines, and after an {"event":"observe",...,"n":N}
+    line exactly N bytes of data. feed() returns (event, payload) pairs; payload is None for the
+    other events. A line that is not JSON is the program's own noise and is dropped."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.pending: Optional[dict] = None  # an observe header waiting for its bytes
+        self.bad = ""  # why the stream cannot be trusted, "" while it can
+
+    def feed(self, data: bytes) -> List[Tuple[dict, Optional[bytes]]]:
+        self.buf.extend(data)
+        out: List[Tuple[dict, Optional[bytes]]] = []
+        while True:
+            if self.pending is not None:
+                n = self.pending["n"]
+                if len(self.buf) < n:
+                    break
+                payload = bytes(self.buf[:n])
+                del self.buf[:n]
+                out.append((self.pending, payload))
+                self.pending = None
+                continue
+            nl = self.buf.find(b"\n")
+            if nl < 0:
+                break
+            line = bytes(self.buf[:nl])
+            del self.buf[:nl + 1]
+            try:
+                ev = json.loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            if ev.get("event") == "observe":
+                n = ev.get("n")
+                if not isinstance(n, int) or n < 0 or n > MAX_OBSERVATION_BYTES:
+                    self.bad = f"an observation of {n!r} bytes"
+                    continue
+                self.pending = ev
+                continue
+            out.append((ev, None))
+        return out
+
+
+class TapeWriter:
+    """Recording: each test's observations into <dir>/<tape_file_name(test)> (observe.cpp reads
+    it back): the test's name on the first line, then per observation "<key hex> <what hex> <n>"
+    and n bytes. Observations outside a test are dropped (the replay then misses them)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        os.makedirs(folder, exist_ok=True)
+        self.file = None
+        self.test = ""
+        self.bytes = 0
+
+    def start(self, test: str) -> None:
+        self.end()
+        path = os.path.join(self.folder, tape_file_name(test))
+        self.file = open(path, "wb")
+        self.file.write(test.encode("utf-8") + b"\n")
+        self.test, self.bytes = test, 0
+
+    def observe(self, header: dict, payload: bytes) -> None:
+        if self.file is None:
+            return
+        self.bytes += len(payload)
+        if self.bytes > MAX_OBSERVATION_BYTES:
+            return
+
+        def hex_(v) -> str:
+            return str(v).encode("utf-8").hex() or "-"
+        self.file.write(f"{hex_(header.get('key', ''))} {hex_(header.get('what', ''))} "
+                        f"{len(payload)}\n".encode() + payload)
+
+    def end(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        self.file = None
+
+
 @dataclass
 class RunInfo:
     gpu: str = ""
@@ -170,15 +272,17 @@ def _read_preamble(text: str, info: RunInfo) -> None:
 def run_tests(binary: str, tests: List[str], *, timeout: float, budget: float,
               source_dir: str = "", env: Optional[Dict[str, str]] = None,
               on_case: Optional[Callable[[R.Case], None]] = None,
-              cwd: Optional[str] = None) -> Tuple[Dict[str, R.Case], RunInfo]:
+              cwd: Optional[str] = None, prefix: Optional[List[str]] = None,
+              record: str = "", replay: str = "") -> Tuple[Dict[str, R.Case], RunInfo]:
     """Runs `tests` of `binary`, restarting after crashes and hangs. Returns every test's Case
     (keyed by name; each test of `tests` gets one) and what the program said about the GPU.
-    `on_case` sees each result as soon as it is known."""
+    `on_case` sees each result as soon as it is known. `prefix`, `record`, `replay`: see the
+    module's docstring."""
     done: Dict[str, R.Case] = {}
     info = RunInfo()
     started_all = time.monotonic()
 
-    def record(case: R.Case) -> None:
+    def record_case(case: R.Case) -> None:
         done[case.name] = case
         if on_case:
             on_case(case)
@@ -188,26 +292,27 @@ def run_tests(binary: str, tests: List[str], *, timeout: float, budget: float,
         left = budget - (time.monotonic() - started_all)
         if left <= 0:
             for name in remaining:
-                record(R.Case(name, R.NOT_RUN, message=(
+                record_case(R.Case(name, R.NOT_RUN, message=(
                     f"not run: the tests before it used up the run's time budget of {budget:.0f} "
                     "s (tests that hang cost their whole time limit each)")))
             break
         progress = _run_once(binary, remaining, timeout=timeout, budget_left=left,
                              source_dir=source_dir, env=env, cwd=cwd, info=info, done=done,
-                             record=record)
+                             record=record_case, prefix=prefix or [], tapes=record,
+                             replay=replay)
         info.processes += 1
         still = [t for t in remaining if t not in done]
         if len(still) == len(remaining) and not progress.started_any:
             why = progress.reason or "the test program ended before running any test"
             for name in still:
-                record(R.Case(name, R.NOT_RUN, message=f"not run: {why}",
-                              output=progress.output))
+                record_case(R.Case(name, R.NOT_RUN, message=f"not run: {why}",
+                                   output=progress.output))
             break
         if progress.clean_exit and still:
             # The program ran to its end and did not run these: they do not exist in it.
             for name in still:
-                record(R.Case(name, R.NOT_RUN, message="not run: the test program did not run "
-                              "this test (it is not in the program any more?)"))
+                record_case(R.Case(name, R.NOT_RUN, message="not run: the test program did not "
+                                   "run this test (it is not in the program any more?)"))
             break
         remaining = still
     return {t: done[t] for t in tests if t in done}, info
@@ -222,13 +327,24 @@ class _Progress:
 
 
 def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info, done,
-              record) -> _Progress:
+              record, prefix, tapes, replay) -> _Progress:
     progress = _Progress()
     read_fd, write_fd = os.pipe()
     child_env = dict(os.environ if env is None else env)
     child_env["COURSE_EVENTS_FD"] = str(write_fd)
+    sandboxed = list(prefix)
+    if sandboxed and sandboxed[-1] == "--":  # bwrap clears the environment: the course's go in
+        sandboxed[-1:] = [a for k in ("COURSE_EVENTS_FD", "COURSE_SEED") if k in child_env
+                          for a in ("--setenv", k, child_env[k])] + ["--"]
+    argv = sandboxed + [binary, f"--gtest_filter={gtest_filter(tests)}"]
+    if tapes:
+        argv.append("--course_record")
+    if replay:
+        argv.append(f"--course_replay={replay}")
+    parser = EventParser()
+    tape = TapeWriter(tapes) if tapes else None
     try:
-        proc = subprocess.Popen([binary, f"--gtest_filter={gtest_filter(tests)}"],
+        proc = subprocess.Popen(argv,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, pass_fds=(write_fd,), env=child_env,
                                 cwd=cwd, start_new_session=True)
@@ -248,13 +364,14 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
     t0 = time.monotonic()
     pending = bytearray()  # output not yet given to a test
     preamble = bytearray()
-    events_buf = bytearray()
     current: Optional[str] = None
     current_started = t0
     last_end = None
     ended_by_us = None  # "timeout" | "budget" | "teardown" | "startup"
     lost_context: Optional[dict] = None
     open_fds = {out_fd, read_fd}
+    wanted = set(tests)
+    last_name = [""]
 
     def drain_out() -> None:
         while out_fd in open_fds:
@@ -272,11 +389,19 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
                 return
             pending.extend(chunk)
 
-    def handle_event(ev: dict) -> None:
+    def handle_event(ev: dict, payload: Optional[bytes]) -> None:
         nonlocal current, current_started, last_end, lost_context
         kind = ev.get("event")
         name = str(ev.get("test", ""))
+        if kind == "observe":
+            if tape is not None and current is not None and payload is not None:
+                tape.observe(ev, payload)
+            return
         if kind == "start":
+            if current is not None or name not in wanted or name in done:
+                return  # not a test of this run, or one that already ended: not the harness's
+            if tape is not None:
+                tape.start(name)
             drain_out()
             # What came before this test's "[ RUN ]" line is not its output; what came after
             # it already is (the pipes are read in any order).
@@ -288,7 +413,11 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
             current, current_started = name, time.monotonic()
             progress.started_any = True
         elif kind == "end":
+            if name != current:
+                return  # an end for a test that is not running: not the harness's
             drain_out()
+            if tape is not None:
+                tape.end()
             outcome = {"passed": R.PASSED, "failed": R.FAILED, "skipped": R.SKIPPED}.get(
                 ev.get("outcome"), R.FAILED)
             message = ""
@@ -296,6 +425,10 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
                 message = _failure_message(ev, source_dir)
             elif outcome == R.SKIPPED:
                 message = str(ev.get("skip", "")).strip() or "skipped"
+            replayed = str(ev.get("replay", "") or "")
+            if replay and replayed and outcome != R.SKIPPED:
+                outcome = R.FAILED
+                message = (message + "\n" if message else "") + "checked by the grader: " + replayed
             props = {str(k): str(v) for k, v in (ev.get("properties") or {}).items()}
             ends = [tag + name.encode() for tag in
                     (b"[       OK ] ", b"[  FAILED  ] ", b"[  SKIPPED ] ")]
@@ -304,9 +437,11 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
                           message=message, output=_clip(bytes(head)), properties=props)
             pending[:] = tail
             current, last_end = None, time.monotonic()
+            last_name[0] = name
             record(case)
         elif kind == "context_lost":
-            lost_context = ev
+            if name == (current or last_name[0]):
+                lost_context = ev
 
     while open_fds:
         now = time.monotonic()
@@ -338,14 +473,11 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
                     sel.unregister(read_fd)
                     open_fds.discard(read_fd)
                     continue
-                events_buf.extend(chunk)
-                while b"\n" in events_buf:
-                    line, _, rest = bytes(events_buf).partition(b"\n")
-                    events_buf[:] = rest
+                for ev, payload in parser.feed(chunk):
                     try:
-                        handle_event(json.loads(line.decode("utf-8", "replace")))
+                        handle_event(ev, payload)
                     except (ValueError, TypeError):
-                        pass  # a garbled line: the test's own output, not an event
+                        pass  # a garbled event: the test's own output, not the harness's
         if proc.poll() is not None and read_fd not in open_fds:
             drain_out()
             break
@@ -370,6 +502,8 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
     proc.stdout.close()
     os.close(read_fd)
     sel.close()
+    if tape is not None:
+        tape.end()
 
     if lost_context is not None:
         name = str(lost_context.get("test", ""))

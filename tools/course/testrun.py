@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shlex
+import shutil
 from typing import Dict, List, Optional
 
 from . import results as R
@@ -142,16 +143,24 @@ def write_case(m: Manifest, lab: Lab, variant: str, case: R.Case) -> None:
 
 def run_group(m: Manifest, lab: Lab, variant: str, group: str, *,
               tests: Optional[List[str]] = None, on_case=None) -> R.RunResults:
-    """Runs the `group` cases of (lab, variant) and records them (see the module's docstring)."""
+    """Runs the `group` cases of (lab, variant) and records them (see the module's docstring).
+
+    Graded (m.grading, written by the grader for a student): the cases are the class build's
+    (the reference program's list, never the student's); the student's program runs in the
+    sandbox and records what each test observed; then every case it reports passed runs again
+    in the reference program, replaying those observations (runner.py, course/observe.h), and
+    only what passes there has passed."""
     p = lab.programs(variant)
     started = now_utc()
+    grading = m.grading or {}
+    verify = bool(grading.get("verify")) and variant == "lab"
     why_not = ""
     if not os.path.exists(p.tests):
         why_not = not_built_text(m, lab, variant)
         all_tests: List[str] = []
     else:
         why_not = stale_reason(lab, variant)
-        all_tests = runner.list_tests(p.tests)
+        all_tests = runner.list_tests(lab.solution.tests if verify else p.tests)
     wanted = [t for t in all_tests if group_of(lab, t) == group]
     if tests is not None:
         wanted = [t for t in wanted if t in set(tests)]
@@ -162,6 +171,8 @@ def run_group(m: Manifest, lab: Lab, variant: str, group: str, *,
         return case
 
     def recorded(case: R.Case) -> None:
+        if verify and case.outcome == R.PASSED:
+            return  # written once the reference program has checked it
         write_case(m, lab, variant, finish(case))
         if on_case:
             on_case(case)
@@ -178,20 +189,63 @@ def run_group(m: Manifest, lab: Lab, variant: str, group: str, *,
                 os.remove(os.path.join(case_dir(m, lab, variant), R.case_file_name(t)))
             except FileNotFoundError:
                 pass
-        cases, info = run_sharded(p.tests, wanted, shards=shards_for(group, len(wanted)),
-                                  timeout=lab.timeout, budget=m.test_budget,
-                                  source_dir=m.source_dir, on_case=recorded,
-                                  cwd=os.path.dirname(p.tests))
+        shards = shards_for(group, len(wanted))
+        tapes = ""
+        if verify:
+            tapes = os.path.join(m.results_dir, f"{lab.day}.{variant}.{group}.tapes")
+            shutil.rmtree(tapes, ignore_errors=True)
+        cases, info = run_sharded(p.tests, wanted, shards=shards, timeout=lab.timeout,
+                                  budget=m.test_budget, source_dir=m.source_dir,
+                                  on_case=recorded, cwd=os.path.dirname(p.tests),
+                                  prefix=grading.get("sandbox") or None, record=tapes)
+        if verify:
+            reported_passed = [t for t, c in cases.items() if c.outcome == R.PASSED]
+            cases = verify_cases(m, lab, cases, tapes, shards)
+            for t in reported_passed:
+                write_case(m, lab, variant, finish(cases[t]))
+                if on_case:
+                    on_case(cases[t])
     run = R.RunResults(day=lab.day, variant=variant, group=group,
                        cases=[finish(cases[t]) for t in wanted if t in cases],
                        gpu=info.gpu, no_gpu_reason=info.no_gpu_reason, seed=info.seed,
                        finished=now_utc(),
-                       note=f"{info.processes} test processes")
+                       note=f"{info.processes} test processes"
+                       + ("; every passing case checked again in the reference program"
+                          if verify else ""))
     doc = run.to_json()
     doc["started"] = started
     import json  # noqa: PLC0415
     R.write_atomically(results_path(m, lab, variant, group), json.dumps(doc, indent=1) + "\n")
     return run
+
+
+VERIFY_PREFIX = "checked by the grader"
+
+
+def verify_cases(m: Manifest, lab: Lab, cases: Dict[str, R.Case], tapes: str,
+                 shards: int) -> Dict[str, R.Case]:
+    """The cases the student's program reported passed, run again in the reference program with
+    the student's observations replayed: a case passes only if it passes there too."""
+    passed = [t for t, c in cases.items() if c.outcome == R.PASSED]
+    if not passed:
+        return cases
+    checked, _ = run_sharded(lab.solution.tests, passed, shards=shards, timeout=lab.timeout,
+                             budget=m.test_budget, source_dir=m.source_dir,
+                             cwd=os.path.dirname(lab.solution.tests), replay=tapes)
+    out = dict(cases)
+    for t in passed:
+        v = checked.get(t)
+        if v is not None and v.outcome == R.PASSED:
+            continue
+        student = cases[t]
+        why = (v.message if v is not None else "the reference program did not run it").strip()
+        outcome = R.SKIPPED if v is not None and v.outcome == R.SKIPPED else R.FAILED
+        out[t] = R.Case(t, outcome, seconds=student.seconds, output=student.output,
+                        properties=student.properties, message=(
+                            f"{VERIFY_PREFIX} (the test's own checks, run again without your "
+                            "code on the results your program reported) "
+                            + ("skipped it: " if outcome == R.SKIPPED else "failed: ") + why))
+    return out
 
 
 # ------------------------------------------------------------------------------- ctest
