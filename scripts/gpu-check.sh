@@ -178,7 +178,7 @@ if want grade; then
 fi
 
 if want mutants; then
-  # The planted bugs of tests/mutants/mutants.json graded as a class of their own, with the
+  # The planted bugs of tests/mutants/*.json graded as a class of their own, with the
   # unchanged solution of each day as `reference-dNN`, then scored (tools/mutants.py). MUTANTS selects them:
   # "correctness" (the default: graded without benchmarks, which they do not need), "performance"
   # or "all" (with benchmarks), or a list of ids.
@@ -189,7 +189,8 @@ if want mutants; then
   ids=$(python3 - "$sel" "${only_days:+$days}" <<'PY'
 import json, sys
 sel = sys.argv[1].split()
-ms = json.load(open("tests/mutants/mutants.json"))
+import glob
+ms = [m for f in sorted(glob.glob("tests/mutants/*.json")) for m in json.load(open(f))]
 if sys.argv[2].split():
     ms = [m for m in ms if m["day"] in sys.argv[2].split()]
 if sel in (["correctness"], ["performance"]):
@@ -203,7 +204,8 @@ PY
   nobench=--no-bench
   python3 -c 'import json, sys
 sys.exit(0 if any(m["kind"] == "performance" and m["id"] in sys.argv[1:]
-                  for m in json.load(open("tests/mutants/mutants.json"))) else 1)' $ids \
+                  for f in __import__("glob").glob("tests/mutants/*.json")
+                  for m in json.load(open(f))) else 1)' $ids \
     && nobench=""
   python3 tools/mutants.py make-class "$out/mutants" --only $ids
   start=$(date +%s)

@@ -5,7 +5,7 @@
     python3 tools/mutants.py make-class OUT_DIR [--only ID ...]
     python3 tools/mutants.py score GRADEBOOK.json [--json]
 
-tests/mutants/mutants.json lists the mutants: each is ONE exact text replacement ("find", which
+tests/mutants/dNN.json (one file per day) list the mutants: each is ONE exact text replacement ("find", which
 must occur exactly once, by "replace") in one solution's kernel.cu, with its kind (correctness:
 a test should fail; performance: the timed benchmarks should get slower) and its class (what kind
 of mistake it plants: index-overflow, rounding, race, bank-conflicts, ...).
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
-MUTANTS_FILE = ROOT / "tests" / "mutants" / "mutants.json"
+MUTANTS_DIR = ROOT / "tests" / "mutants"  # dNN.json: one day's mutants
 REFERENCE_STUDENT = "reference"  # every day's solution (older classes), or ...
 
 
@@ -71,15 +71,22 @@ class MutantError(Exception):
 
 
 def load_mutants(path: Optional[Path] = None, root: Optional[Path] = None) -> List[dict]:
-    """The mutants of `path` (tests/mutants/mutants.json), checked for shape: every field
-    present, ids unique, kind and class known, the file a solution's kernel.cu that exists under
-    `root` (the repository), its day the file's."""
-    path = path or MUTANTS_FILE
+    """The mutants of `path` (a JSON list, or a folder of them: tests/mutants/, one dNN.json per
+    day), checked for shape: every field present, ids unique, kind and class known, the file a
+    solution's kernel.cu that exists under `root` (the repository), its day the file's."""
+    path = Path(path or MUTANTS_DIR)
     root = root or ROOT
-    with open(path, encoding="utf-8") as f:
-        mutants = json.load(f)
-    if not isinstance(mutants, list):
-        raise MutantError(f"{path}: expected a JSON list of mutants")
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    mutants = []
+    for file in files:
+        try:
+            with open(file, encoding="utf-8") as f:
+                part = json.load(f)
+        except ValueError as e:
+            raise MutantError(f"{file}: not JSON ({e})") from e
+        if not isinstance(part, list):
+            raise MutantError(f"{file}: expected a JSON list of mutants")
+        mutants += part
     seen = set()
     for k, m in enumerate(mutants):
         where = f"{path}: mutant {k} ({m.get('id', '?') if isinstance(m, dict) else '?'})"
@@ -418,7 +425,8 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mutants", default=str(MUTANTS_FILE), help="the mutants file (JSON)")
+    p.add_argument("--mutants", default=str(MUTANTS_DIR),
+                   help="the mutants: a JSON file, or a folder of them (default tests/mutants/)")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="apply and compile every mutant")
     c.add_argument("--build-dir", default=str(ROOT / "build" / "default"))

@@ -1,5 +1,5 @@
 """Tests of tools/mutants.py: applying mutants, writing the synthetic class, scoring a gradebook,
-and the shape of tests/mutants/mutants.json itself. Standard library only; nothing is compiled.
+and the shape of tests/mutants/*.json themselves. Standard library only; nothing is compiled.
 
 Run from tests/tools:
     python3 -m unittest test_mutants
@@ -275,7 +275,7 @@ class ScoreTest(unittest.TestCase):
 
 
 class TheMutantsFileTest(unittest.TestCase):
-    """tests/mutants/mutants.json itself: well formed, and every mutant applies to its solution
+    """tests/mutants/*.json themselves: well formed, and every mutant applies to its solution
     (compiling them is `tools/mutants.py check`, which needs the build)."""
 
     def test_is_well_formed_and_applies(self):
