@@ -1,4 +1,34 @@
-// Day 2 tests. Each suite is one exercise of README.md; each test runs in its own process.
+// Day 2 tests. Each suite is one exercise of README.md.
+//
+// What a kernel of this day can get wrong, and the test that sees it:
+//   - sizes that are not a multiple of the vector width (4 floats, 8 halves), 1, primes: the
+//     tail dropped or off by one: VectorizedCopy.HandlesTailNotMultipleOfVectorWidth,
+//     Gelu.MatchesTheReferenceForEverySize, *.MatchesTheReferenceForEveryShape (cols 1, 7, 1009)
+//   - the tail stored as a whole vector, or a row kernel without its column bound, writing past
+//     the end: VectorizedCopy.DoesNotWritePastTheEnd and the guard elements every run checks
+//     (expect_nothing_written_outside); memcheck is not run on Day 2
+//   - pointers not 16-byte aligned (x + 1), or misaligned by different amounts (a 16-byte access
+//     there faults): *.HandlesPointersNotAlignedTo16Bytes,
+//     VectorizedCopy.HandlesPointersMisalignedByDifferentAmounts
+//   - a grid-stride loop that steps by a block or a tile instead of the grid, or stops after one
+//     pass (grids of 1 and 3 blocks): *.IsCorrectWhenEveryThreadLoops
+//   - strides that divide n, leave a short last row, or exceed n: StridedCopy.*
+//   - the vector type without alignas, or more than 16 bytes: VectorType (host), and the SASS
+//     checks *_moves_16_bytes; load/store that are not one access: VectorTypeOnGpu
+//   - an index or offset kept in 32 bits (i, row * stride + col, v * V, r * cols + col):
+//     *LargeIndex (n = 2^31 + 2^24 + 17, rows * cols past 2^31)
+//   - rounding toward zero instead of to nearest even (float16, bfloat16): *Rounding
+//   - an extra rounding to T in the middle of a fused expression (x + bias, silu(gate)):
+//     AddBiasGeluFusedPrecision, SiluAndMulRounding
+//   - GeLU wrong on one side (|inner|), or through the unfused chain's rounded tmp:
+//     Gelu.*, AddBiasGeluUnfused.*
+//   - the launchers' limits (n, rows, cols, max_blocks >= 0, stride >= 1, 16-byte aligned
+//     pointers for reverse_within_vectors): just outside throws, the first values inside work:
+//     *.RejectsArgumentsOutsideItsLimits, VectorTypeOnGpu.GivenKernelRejectsMisalignedPointers
+//
+// What the tests read back from the code under test (device results, vec16_layout, exceptions)
+// goes through an observation (course/observe.h), so that the grader can judge the student's
+// values in the reference program.
 //
 // The suites are parameterised by element type (float32, float16, bfloat16). A test runs one
 // launcher over a list of sizes (or shapes) and stops at the first one that fails, so the message
@@ -237,6 +267,33 @@ void expect_runs(const Elementwise<T>& op, std::initializer_list<Launch> runs) {
     if (!expect_run(op, run)) return;  // one failing run is enough to read
 }
 
+// The call must throw course::InvalidArgument (lab.h: "checks its arguments"). What it did is
+// observed, so that the grader judges the student's launcher. The launchers are given: a student
+// who changes one must keep its checks.
+void expect_rejected(const std::function<void()>& call, const std::string& what, const char* why) {
+  const course::Thrown t = course::observed_throw<course::InvalidArgument>(call, "rejected call");
+  EXPECT_TRUE(t.threw) << what << " must throw course::InvalidArgument (" << why
+                       << "): keep the given launcher's course::require. It "
+                       << (t.threw_other ? "threw another exception: " + t.what
+                                         : std::string("threw nothing"));
+}
+
+// An element-wise launcher's limits: n = -1 and max_blocks = -1 (just outside) throw; n = 0 is
+// accepted without touching a pointer (null ones here); n = 1 on a grid of 1 block (the first
+// values inside that do work) is copied or computed right.
+template <class T>
+void expect_limits(const Elementwise<T>& op) {
+  const std::string who = launcher_name<T>(op.name);
+  DeviceBuffer<T> x(1), y(1);
+  expect_rejected([&] { op.launch(x.data(), y.data(), -1, 0); }, who + "(n = -1)",
+                  "n must be >= 0");
+  expect_rejected([&] { op.launch(x.data(), y.data(), 1, -1); }, who + "(n = 1, max_blocks = -1)",
+                  "max_blocks must be >= 0, 0 = the launcher's choice");
+  COURSE_EXPECT_NO_THROW(op.launch(nullptr, nullptr, 0, 0));
+  if (failed()) return;
+  expect_run(op, Launch{1}.blocks(1));
+}
+
 // ---------------------------------------------------------------- Exercise 1: coalesced copy
 COURSE_POINTS(CoalescedCopy, 10);
 
@@ -254,6 +311,11 @@ TEST_P(CoalescedCopy, IsCorrectWhenEveryThreadLoops) {
     using T = typename decltype(tag)::type;
     expect_runs(coalesced_copy<T>(), {Launch{1009}.blocks(1), Launch{(1 << 20) + 3}.blocks(3)});
   });
+}
+
+TEST_P(CoalescedCopy, RejectsArgumentsOutsideItsLimits) {
+  with_dtype(GetParam(),
+             [](auto tag) { expect_limits(coalesced_copy<typename decltype(tag)::type>()); });
 }
 INSTANTIATE_TEST_SUITE_P(DTypes, CoalescedCopy, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
@@ -285,6 +347,17 @@ TEST_P(StridedCopy, IsCorrectWhenEveryThreadLoops) {
     expect_run(strided_copy<T>(32), Launch{(1 << 20) + 3}.blocks(3));
   });
 }
+
+TEST_P(StridedCopy, RejectsArgumentsOutsideItsLimits) {
+  with_dtype(GetParam(), [](auto tag) {
+    using T = typename decltype(tag)::type;
+    DeviceBuffer<T> x(1), y(1);
+    expect_rejected([&] { d02::copy_1_strided(x.data(), y.data(), 1, 0); },
+                    launcher_name<T>("copy_1_strided") + "(n = 1, stride = 0)",
+                    "stride must be >= 1 (lab.h)");
+    expect_limits(strided_copy<T>(1));  // stride = 1: the first stride inside
+  });
+}
 INSTANTIATE_TEST_SUITE_P(DTypes, StridedCopy, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
@@ -297,7 +370,7 @@ class VectorType : public ::testing::TestWithParam<DType> {};
 TEST_P(VectorType, IsSixteenBytesAlignedToSixteenBytes) {
   with_dtype(GetParam(), [](auto tag) {
     using T = typename decltype(tag)::type;
-    const d02::VecLayout layout = d02::vec16_layout<T>();
+    const d02::VecLayout layout = course::observed(d02::vec16_layout<T>(), "vec16_layout");
     const std::string type = std::string("Vec16<") + course::DType<T>::name + ">";
     EXPECT_EQ(layout.bytes, 16u)
         << "sizeof(" << type << ") is " << layout.bytes << " bytes: it must hold 16 / sizeof(T) = "
@@ -314,30 +387,53 @@ TEST_P(VectorType, IsSixteenBytesAlignedToSixteenBytes) {
 // it with operator[] and writes it with your store().
 class VectorTypeOnGpu : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 
+// Runs reverse_within_vectors over `vectors` random vectors; checks y and the guard after it.
+template <class T>
+bool expect_reversed(std::size_t vectors) {
+  constexpr std::size_t V = kVecWidth<T>;
+  const std::size_t n = vectors * V;
+  const auto host_x = course::random_uniform<T>(n, course::seed_for(300 + vectors));
+  DeviceBuffer<T> x(host_x), y(n + kGuard);
+  y.poison();
+  d02::reverse_within_vectors(x.data(), y.data(), static_cast<std::int64_t>(vectors));
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<T> all = y.read_back();
+  const std::vector<double> xs = course::as_doubles(host_x);
+  std::vector<double> want(n);
+  for (std::size_t i = 0; i < n; ++i) want[i] = xs[i / V * V + (V - 1 - i % V)];
+  course::CompareOptions options;
+  options.tolerance = kExact;
+  options.cols = static_cast<std::int64_t>(V);  // [vector, element]
+  options.what = "y of reverse_within_vectors<" + std::string(course::DType<T>::name) + "> with " +
+                 std::to_string(vectors) + " vectors (it calls your Vec::load " +
+                 "and Vec::store: TODO d02.3b, d02.3c)";
+  return expect_match(slice(all, 0, n), want, options) &&
+         expect_nothing_written_outside(all, 0, n, "Vec::store", "y");
+}
+
 TEST_P(VectorTypeOnGpu, LoadsAndStoresWholeVectors) {
   with_dtype(GetParam(), [](auto tag) {
     using T = typename decltype(tag)::type;
-    constexpr std::size_t V = kVecWidth<T>;
-    for (const std::size_t vectors : {std::size_t{1}, std::size_t{37}, std::size_t{4099}}) {
-      const std::size_t n = vectors * V;
-      const auto host_x = course::random_uniform<T>(n, course::seed_for(300 + vectors));
-      DeviceBuffer<T> x(host_x), y(n + kGuard);
-      y.poison();
-      d02::reverse_within_vectors(x.data(), y.data(), static_cast<std::int64_t>(vectors));
-      COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-      const std::vector<T> all = y.read_back();
-      const std::vector<double> xs = course::as_doubles(host_x);
-      std::vector<double> want(n);
-      for (std::size_t i = 0; i < n; ++i) want[i] = xs[i / V * V + (V - 1 - i % V)];
-      course::CompareOptions options;
-      options.tolerance = kExact;
-      options.cols = static_cast<std::int64_t>(V);  // [vector, element]
-      options.what = "y of reverse_within_vectors<" + std::string(course::DType<T>::name) +
-                     "> with " + std::to_string(vectors) + " vectors (it calls your Vec::load " +
-                     "and Vec::store: TODO d02.3b, d02.3c)";
-      if (!expect_match(slice(all, 0, n), want, options)) return;
-      if (!expect_nothing_written_outside(all, 0, n, "Vec::store", "y")) return;
-    }
+    for (const std::size_t vectors : {std::size_t{1}, std::size_t{37}, std::size_t{4099}})
+      if (!expect_reversed<T>(vectors)) return;
+  });
+}
+
+// A 16-byte access at an address that is not a multiple of 16 faults, so the given launcher
+// rejects such pointers (lab.h) before the kernel sees them; aligned ones must work.
+TEST_P(VectorTypeOnGpu, GivenKernelRejectsMisalignedPointers) {
+  with_dtype(GetParam(), [](auto tag) {
+    using T = typename decltype(tag)::type;
+    const std::string who = launcher_name<T>("reverse_within_vectors");
+    DeviceBuffer<T> x(2 * kVecWidth<T>), y(2 * kVecWidth<T>);
+    expect_rejected([&] { d02::reverse_within_vectors(x.data() + 1, y.data(), 1); },
+                    who + "(x + 1)", "x must be 16-byte aligned");
+    expect_rejected([&] { d02::reverse_within_vectors(x.data(), y.data() + 1, 1); },
+                    who + "(y + 1)", "y must be 16-byte aligned");
+    expect_rejected([&] { d02::reverse_within_vectors(x.data(), y.data(), -1); },
+                    who + "(vectors = -1)", "vectors must be >= 0");
+    COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+    expect_reversed<T>(1);
   });
 }
 
@@ -405,6 +501,11 @@ TEST_P(VectorizedCopy, IsCorrectWhenEveryThreadLoops) {
                  Launch{1009}.offsets(1, 1).blocks(1)});
   });
 }
+
+TEST_P(VectorizedCopy, RejectsArgumentsOutsideItsLimits) {
+  with_dtype(GetParam(),
+             [](auto tag) { expect_limits(vectorized_copy<typename decltype(tag)::type>()); });
+}
 INSTANTIATE_TEST_SUITE_P(DTypes, VectorizedCopy, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
 
@@ -435,6 +536,10 @@ TEST_P(Gelu, IsCorrectWhenEveryThreadLoops) {
     expect_runs(gelu_op<T>(),
                 {Launch{(1 << 20) + 3}.blocks(3), Launch{1009}.offsets(1, 1).blocks(1)});
   });
+}
+
+TEST_P(Gelu, RejectsArgumentsOutsideItsLimits) {
+  with_dtype(GetParam(), [](auto tag) { expect_limits(gelu_op<typename decltype(tag)::type>()); });
 }
 INSTANTIATE_TEST_SUITE_P(DTypes, Gelu, ::testing::ValuesIn(kAllElementTypes), dtype_param_name);
 
@@ -551,6 +656,23 @@ void expect_add_bias_gelu(std::initializer_list<Shape> shapes, bool fused) {
     if (!expect_add_bias_gelu<T>(s, fused)) return;
 }
 
+// A row launcher's limits: rows = -1, cols = -1 and max_blocks = -1 (just outside) throw; an
+// empty shape (rows = 0 or cols = 0) is accepted without touching a pointer (null ones here).
+// launch(rows, cols, max_blocks, null): one call of the launcher, with null pointers if `null`.
+void expect_row_limits(const std::string& who, const char* cols_name,
+                       const std::function<void(std::int64_t, std::int64_t, int, bool)>& launch) {
+  const std::string shape = std::string(", ") + cols_name + " = ";
+  expect_rejected([&] { launch(-1, 1, 0, false); }, who + "(rows = -1" + shape + "1)",
+                  "rows must be >= 0");
+  expect_rejected([&] { launch(1, -1, 0, false); }, who + "(rows = 1" + shape + "-1)",
+                  "the row length must be >= 0");
+  expect_rejected([&] { launch(1, 1, -1, false); },
+                  who + "(rows = 1" + shape + "1, max_blocks = -1)",
+                  "max_blocks must be >= 0, 0 = the launcher's choice");
+  COURSE_EXPECT_NO_THROW(launch(0, 1, 0, true));
+  COURSE_EXPECT_NO_THROW(launch(1, 0, 0, true));
+}
+
 COURSE_POINTS(AddBiasGelu, 15);
 
 class AddBiasGeluUnfused : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
@@ -577,6 +699,32 @@ TEST_P(AddBiasGeluUnfused, IsCorrectWhenEveryThreadLoops) {
     expect_add_bias_gelu<T>({Shape{257, 4096}.blocks(3), Shape{1000, 1001}.blocks(1)},
                             /*fused=*/false);
   });
+}
+// The limits, then the first shape inside (1 x 1 on a grid of 1 block).
+template <class T>
+void expect_add_bias_gelu_limits(bool fused) {
+  DeviceBuffer<T> x(2), bias(2), tmp(2), y(2);
+  const auto launch = [&](std::int64_t rows, std::int64_t cols, int max_blocks, bool null) {
+    const T* xp = null ? nullptr : x.data();
+    const T* bp = null ? nullptr : bias.data();
+    T* tp = null ? nullptr : tmp.data();
+    T* yp = null ? nullptr : y.data();
+    if (fused) {
+      d02::add_bias_gelu_fused(xp, bp, yp, rows, cols, max_blocks);
+    } else {
+      d02::add_bias_gelu_unfused(xp, bp, tp, yp, rows, cols, max_blocks);
+    }
+  };
+  expect_row_limits(launcher_name<T>(fused ? "add_bias_gelu_fused" : "add_bias_gelu_unfused"),
+                    "cols", launch);
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  if (failed()) return;
+  expect_add_bias_gelu<T>(Shape{1, 1}.blocks(1), fused);
+}
+
+TEST_P(AddBiasGeluUnfused, RejectsArgumentsOutsideItsLimits) {
+  with_dtype(GetParam(),
+             [](auto tag) { expect_add_bias_gelu_limits<typename decltype(tag)::type>(false); });
 }
 INSTANTIATE_TEST_SUITE_P(DTypes, AddBiasGeluUnfused, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
@@ -610,6 +758,11 @@ TEST_P(AddBiasGeluFused, IsCorrectWhenEveryThreadLoops) {
         {Shape{1000, 1000}.blocks(1), Shape{257, 4096}.blocks(3), Shape{1000, 1001}.blocks(3)},
         /*fused=*/true);
   });
+}
+
+TEST_P(AddBiasGeluFused, RejectsArgumentsOutsideItsLimits) {
+  with_dtype(GetParam(),
+             [](auto tag) { expect_add_bias_gelu_limits<typename decltype(tag)::type>(true); });
 }
 INSTANTIATE_TEST_SUITE_P(DTypes, AddBiasGeluFused, ::testing::ValuesIn(kAllElementTypes),
                          dtype_param_name);
@@ -654,6 +807,21 @@ TEST_P(SiluAndMul, IsCorrectWhenEveryThreadLoops) {
     using T = typename decltype(tag)::type;
     for (const Shape& s : {Shape{1000, 1000}.blocks(1), Shape{257, 4096}.blocks(3)})
       if (!expect_silu_and_mul<T>(s)) return;
+  });
+}
+
+TEST_P(SiluAndMul, RejectsArgumentsOutsideItsLimits) {
+  with_dtype(GetParam(), [](auto tag) {
+    using T = typename decltype(tag)::type;
+    DeviceBuffer<T> input(2), out(1);
+    expect_row_limits(launcher_name<T>("silu_and_mul"), "d",
+                      [&](std::int64_t rows, std::int64_t d, int max_blocks, bool null) {
+                        d02::silu_and_mul(null ? nullptr : input.data(),
+                                          null ? nullptr : out.data(), rows, d, max_blocks);
+                      });
+    COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+    if (failed()) return;
+    expect_silu_and_mul<T>(Shape{1, 1}.blocks(1));
   });
 }
 INSTANTIATE_TEST_SUITE_P(DTypes, SiluAndMul, ::testing::ValuesIn(kAllElementTypes),
