@@ -56,9 +56,9 @@ class SubmissionTest(unittest.TestCase):
         self.assertIn("found d06.cu", sub.misplaced["d06"][0])
         self.assertEqual(sub.unused, ["README.txt"])
 
-    def test_student_ids_are_safe(self):
-        self.assertEqual(submission.student_id("Ana María <x>"), "Ana_Mar_a__x")
-        self.assertEqual(submission.student_id("..."), "student")
+    def test_a_student_id_is_the_folder_name_itself(self):
+        for name in ("Ana María <x>", "张伟", "x", "x_", "..a", "a,b=c"):
+            self.assertEqual(submission.student_id(name), name)
 
 
 class CtestFilesTest(unittest.TestCase):
@@ -111,12 +111,43 @@ class PointsTest(unittest.TestCase):
         warp, block = day["exercises"]
         self.assertEqual(warp["points"], 5.0)
         self.assertIn("S/WarpSoftmax.b crashed: killed by SIGSEGV", warp["failures"][0])
-        self.assertIsNone(block["points"])  # not run: neither earned nor lost
+        self.assertEqual(block["points"], 0.0)  # did not run: earns nothing, says why
         self.assertEqual(block["status"], "not_run")
+        self.assertIn("did not run (no points): no GPU here", block["reason"])
         self.assertEqual(day["checks"][0]["points"], 0.0)
         self.assertEqual(day["max_points"], 10 + 20 + grade.SANITIZER_POINTS)
         self.assertEqual(day["not_run_points"], 20)
         self.assertEqual(day["points"], 5.0)
+
+    def test_skipped_cases_of_a_partly_run_exercise_earn_nothing(self):
+        # Three passed and three skipped: half the points, never all of them.
+        cases = [R.Case(f"S/WarpSoftmax.{i}", R.PASSED, exercise="WarpSoftmax") for i in range(3)]
+        cases += [R.Case(f"S/WarpSoftmax.s{i}", R.SKIPPED, message="needs sm_90",
+                         exercise="WarpSoftmax") for i in range(3)]
+        day = grade.grade_day(lab(), "graded", cases, {"WarpSoftmax": 10, "BlockSoftmax": 20})
+        warp = day["exercises"][0]
+        self.assertEqual(warp["points"], 5.0)
+        self.assertEqual(warp["status"], "partial")
+        self.assertEqual(warp["not_run_points"], 5.0)
+
+    def test_a_sanitizer_run_that_did_not_finish_fails(self):
+        cases = [R.Case("S/WarpSoftmax.a", R.PASSED, exercise="WarpSoftmax"),
+                 R.Case("memcheck", R.FAILED, kind="sanitizer",
+                        message="FAILED: memcheck did not finish 12 tests within 300 s")]
+        day = grade.grade_day(lab(), "graded", cases, {"WarpSoftmax": 10})
+        check = day["checks"][0]
+        self.assertEqual(check["points"], 0.0)
+        self.assertEqual(check["not_run_points"], 0.0)
+        self.assertIn("did not finish", check["message"])
+        self.assertIn("memcheck: FAILED: memcheck did not finish", day["failures"][-1])
+
+    def test_a_long_failure_message_reaches_the_report_whole(self):
+        message = ("test_d05.cu:12: Failure\nExpected equality of these values:\n  got\n"
+                   "    Which is: 3\n  want\n    Which is: 4\nthe tail: check the last block")
+        cases = [R.Case("S/WarpSoftmax.a", R.FAILED, message=message, exercise="WarpSoftmax")]
+        day = grade.grade_day(lab(), "graded", cases, {"WarpSoftmax": 10})
+        self.assertIn("the tail: check the last block", day["exercises"][0]["failures"][0])
+        self.assertIn("Which is: 4", day["exercises"][0]["failures"][0])
 
     def test_a_day_that_did_not_build_earns_nothing_but_keeps_its_message(self):
         day = grade.grade_day(lab(), "compile_failed", [], {"WarpSoftmax": 10},
@@ -127,24 +158,54 @@ class PointsTest(unittest.TestCase):
 
     def test_performance_from_benchmarks_and_sass_checks(self):
         day = {"status": "graded", "max_points": 40.0}
-        cases = [R.Case("sass.a", R.PASSED, kind="sass"), R.Case("sass.b", R.FAILED, kind="sass")]
-        mine = [B.Row("BM_x", median_us=100.0), B.Row("BM_y", median_us=200.0),
+        tests = [R.Case("WarpSoftmax.a", R.PASSED, exercise="WarpSoftmax")]
+        cases = tests + [R.Case("sass.a", R.PASSED, kind="sass"),
+                         R.Case("sass.b", R.FAILED, kind="sass")]
+        mine = [B.Row("BM_x", median_us=100.0, counters={"recheck": 1.0}),
+                B.Row("BM_y", median_us=200.0, counters={"recheck": 1.0}),
                 B.Row("BM_z", error="output does not match")]
-        ref = [B.Row("BM_x", median_us=100.0), B.Row("BM_y", median_us=100.0),
-               B.Row("BM_z", median_us=100.0)]
-        perf = grade.performance(lab(), day, cases, mine, ref, "")
+        ref = [B.Row("BM_x", median_us=100.0, counters={"recheck": 1.0, "floor_us": 50.0}),
+               B.Row("BM_y", median_us=100.0, counters={"recheck": 1.0}),
+               B.Row("BM_z", median_us=100.0, counters={"recheck": 1.0})]
+        judged = grade.judge_rows(mine, ref)
+        self.assertEqual([r["ranked"] for r in judged], [True, True, False])
+        perf = grade.performance(lab(), day, cases, judged, "")
         self.assertEqual(perf["max_points"], 10.0)
         # benchmarks: (1 + 0 + 0) / 3 of 6 points; SASS: 1 of 2 checks of 4 points
         self.assertAlmostEqual(perf["points"], 6.0 / 3 + 2.0, places=2)
-        no_gpu = grade.performance(lab(), day, cases, None, None, "not timed: no GPU")
-        self.assertAlmostEqual(no_gpu["points"], 2.0)
-        self.assertEqual(no_gpu["not_run_points"], 6.0)
-        # Failed tests: the benchmarks were not run because the kernel is wrong, so their
-        # points are lost, not "not run".
-        failed = grade.performance(lab(), day, cases, None, None, "not timed: 3 tests failed",
-                                   forfeit=True)
-        self.assertAlmostEqual(failed["points"], 2.0)
-        self.assertEqual(failed["not_run_points"], 0.0)
+        not_timed = grade.performance(lab(), day, cases, None, "not timed: no GPU")
+        self.assertAlmostEqual(not_timed["points"], 2.0)
+
+    def test_no_performance_points_unless_every_test_passed(self):
+        # An untouched starter's SASS checks may pass (a kernel that does nothing uses no local
+        # memory): they earn nothing while its tests fail, or did not run.
+        day = {"status": "graded", "max_points": 40.0}
+        sass = [R.Case("sass.a", R.PASSED, kind="sass")]
+        for tests in ([R.Case("WarpSoftmax.a", R.FAILED, exercise="WarpSoftmax")],
+                      [R.Case("WarpSoftmax.a", R.SKIPPED, exercise="WarpSoftmax")], []):
+            perf = grade.performance(lab(), day, tests + sass, None, "not timed")
+            self.assertEqual(perf["points"], 0.0)
+            self.assertIn("only for a day whose tests all passed", perf["sass_note"])
+
+    def test_benchmark_rows_are_judged_against_the_references(self):
+        ref = [B.Row("BM_x", median_us=100.0, counters={"recheck": 1.0, "floor_us": 60.0,
+                                                        "GB/s": 2000.0})]
+        # Faster than the reference's floor: impossible, whatever the student's file says.
+        fast = grade.judge_rows([B.Row("BM_x", median_us=10.0, counters={"recheck": 1.0,
+                                                                         "floor_us": 1.0})], ref)
+        self.assertFalse(fast[0]["ranked"])
+        self.assertIn("impossible time", fast[0]["why_not_ranked"])
+        # A row the program did not report, or reported twice (the first counts).
+        self.assertIn("did not report", grade.judge_rows([], ref)[0]["why_not_ranked"])
+        twice = grade.judge_rows([B.Row("BM_x", median_us=200.0, counters={"recheck": 1.0}),
+                                  B.Row("BM_x", median_us=90.0, counters={"recheck": 1.0})], ref)
+        self.assertEqual(twice[0]["median_us"], 200.0)
+        # Not re-checked; the rates are the reference's bytes over the student's time.
+        self.assertIn("re-checked", grade.judge_rows([B.Row("BM_x", median_us=100.0)],
+                                                     ref)[0]["why_not_ranked"])
+        ok = grade.judge_rows([B.Row("BM_x", median_us=200.0, counters={"recheck": 1.0,
+                                                                        "GB/s": 1e9})], ref)
+        self.assertEqual(ok[0]["GB/s"], 1000.0)
 
     def test_a_benchmark_has_the_gpu_to_itself(self):
         """Tests share the GPU with each other; a benchmark waits for them, and no test starts
@@ -217,13 +278,14 @@ class GradeClassTest(unittest.TestCase):
         self.assertIn("Your code does not compile", d01["message"])
         self.assertIn("kernel.cu", d01["message"])
 
-    def test_gpu_tests_without_a_gpu_are_not_run_never_zero_never_passed(self):
+    def test_gpu_tests_without_a_gpu_are_not_run_earn_nothing_never_passed(self):
         d01 = self.book["correct"]["days"][0]
         self.assertEqual(d01["status"], "graded")
         for e in d01["exercises"]:
             if e["tests"]["skipped"] and not e["tests"]["passed"]:
-                self.assertIsNone(e["points"], e)
+                self.assertEqual(e["points"], 0.0, e)
                 self.assertEqual(e["status"], "not_run")
+                self.assertIn("no GPU", e["reason"])
 
     def test_a_misplaced_file_is_reported_not_graded(self):
         d01 = self.book["wrongly_named"]["days"][0]

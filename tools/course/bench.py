@@ -86,32 +86,109 @@ def load(path: str) -> BenchRun:
     return parse(R.read_json(path))
 
 
+class BenchmarkFailed(Exception):
+    """The benchmark program did not give results that can be read: it exited with an error,
+    was killed, did not finish, wrote no results or more than one set. The message says which."""
+
+
 def run_benchmark(exe: str, out_json: str, *, filter_: str = "", timeout: float = 900,
-                  extra: Optional[List[str]] = None, env=None) -> BenchRun:
-    """Runs a benchmark program; its JSON goes to `out_json`. Without a GPU the program prints
-    'SKIPPED: <why>' and exits 0: the run is returned with .skipped set."""
+                  extra: Optional[List[str]] = None, env=None,
+                  prefix: Optional[List[str]] = None) -> BenchRun:
+    """Runs a benchmark program and returns its rows; a copy of its JSON goes to `out_json`.
+
+    The JSON comes back through a pipe (--benchmark_out=/dev/fd/N, read while the program runs),
+    never through a file the program could rewrite afterwards, and only the first JSON document
+    counts: a program that writes more is not trusted (BenchmarkFailed). `prefix` (the sandbox)
+    goes before the program. Without a GPU the program prints 'SKIPPED: <why>' and exits 0: the
+    run is returned with .skipped set."""
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
     os.makedirs(os.path.dirname(os.path.abspath(out_json)), exist_ok=True)
-    tmp = f"{out_json}.tmp.{os.getpid()}"
-    args = [exe, "--benchmark_format=console", "--benchmark_out_format=json",
-            f"--benchmark_out={tmp}"]
+    read_fd, write_fd = os.pipe()
+    args = list(prefix or []) + [exe, "--benchmark_format=console", "--benchmark_out_format=json",
+                                 f"--benchmark_out=/dev/fd/{write_fd}"]
     if filter_:
         args.append(f"--benchmark_filter={filter_}")
     args += extra or []
-    proc = subprocess.run(args, capture_output=True, text=True, errors="replace",
-                          timeout=timeout, env=env)
-    m = re.search(r"^SKIPPED: (.*)$", proc.stdout, re.M)
-    if m:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    chunks: List[bytes] = []
+
+    def drain() -> None:
+        total = 0
+        while True:
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                return
+            total += len(chunk)
+            if total <= MAX_RESULTS_BYTES:
+                chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    try:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, pass_fds=(write_fd,), env=env,
+                                start_new_session=True)
+    except OSError as e:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise BenchmarkFailed(f"the benchmark program could not start: {e}") from e
+    os.close(write_fd)
+    reader.start()
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        reader.join(timeout=10)
+        os.close(read_fd)
+        raise BenchmarkFailed(f"the benchmark program did not finish within {timeout:.0f} s "
+                              "and was stopped")
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # anything it left behind holding the pipe
+    except (ProcessLookupError, PermissionError):
+        pass
+    reader.join(timeout=30)
+    os.close(read_fd)
+    stdout = out.decode("utf-8", "replace")
+    data = b"".join(chunks).decode("utf-8", "replace")
+    m = re.search(r"^SKIPPED: (.*)$", stdout, re.M)
+    if m and proc.returncode == 0:
         return BenchRun([], {}, skipped=m.group(1))
     if proc.returncode != 0:
-        raise RuntimeError(f"{os.path.basename(exe)} exited with {proc.returncode}:\n"
-                           f"{(proc.stdout + proc.stderr)[-3000:]}")
-    if not os.path.exists(tmp):
-        raise RuntimeError(f"{os.path.basename(exe)} wrote no JSON")
-    run = load(tmp)
-    os.replace(tmp, out_json)
+        if proc.returncode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-proc.returncode).name}"
+            except ValueError:
+                how = f"was killed by signal {-proc.returncode}"
+        else:
+            how = f"exited with status {proc.returncode}"
+        raise BenchmarkFailed(f"the benchmark program {how}: {stdout.strip()[-1500:]}")
+    text = data.lstrip()
+    if not text:
+        raise BenchmarkFailed("the benchmark program wrote no results")
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text)
+    except ValueError as e:
+        raise BenchmarkFailed(f"the benchmark program's results are not JSON ({e})") from e
+    if text[end:].strip():
+        raise BenchmarkFailed("the benchmark program wrote more than one set of results: they "
+                              "cannot be trusted")
+    if not isinstance(doc, dict):
+        raise BenchmarkFailed("the benchmark program's results are not a JSON object")
+    try:
+        run = parse(doc)
+    except ValueError as e:
+        raise BenchmarkFailed(f"the benchmark program's results cannot be read: {e}") from e
+    if run.context.get("course_skipped"):
+        return BenchRun([], run.context, skipped=str(run.context["course_skipped"]))
+    R.write_atomically(out_json, dumps(doc))
     return run
+
+
+MAX_RESULTS_BYTES = 64 << 20
 
 
 def fmt(v: Optional[float], digits: int = 0) -> str:

@@ -34,7 +34,7 @@ def run(m: Manifest, lab: Lab, tool: str, verbose: bool = False, filter_: str = 
             runs[variant] = B.run_benchmark(
                 lab.programs(variant).bench,
                 os.path.join(results, f"{lab.day}.{variant}.bench.json"), filter_=filter_)
-        except (RuntimeError, ValueError, OSError) as e:
+        except (B.BenchmarkFailed, RuntimeError, ValueError, OSError) as e:
             print(f"\n{who} did not run to the end: {e}")
             _record(m, lab, "crashed" if variant == "lab" else "solution_crashed", runs, str(e))
             return EXIT_ERRORS if variant == "lab" else EXIT_USAGE

@@ -90,15 +90,18 @@ def declaration_in(header: str, symbol: str) -> str:
     return ""
 
 
-def explain_failure(log: str, m: Manifest, lab: Lab, variant: str) -> str:
-    """Why (lab, variant) did not build, in words, with the first errors."""
+def explain_failure(log: str, m: Manifest, lab: Lab, variant: str,
+                    student_file: str = "") -> str:
+    """Why (lab, variant) did not build, in words, with the first errors. `student_file`: the
+    name the log gives the student's file (the grader writes the path in their submission)."""
     f = parse_failure(log)
     source = lab.programs(variant).source
-    shown = _display(m, source)
+    shown = student_file or _display(m, source)
     out: List[str] = []
     if f.kind == "compile" and f.file:
         if os.path.abspath(os.path.join(m.binary_dir, f.file)) == os.path.abspath(source) \
-                or os.path.abspath(f.file) == os.path.abspath(source):
+                or os.path.abspath(f.file) == os.path.abspath(source) \
+                or (student_file and f.file == student_file):
             out.append(f"Your code does not compile: fix {shown}, line {f.line} first.")
         else:
             out.append(f"The build stops in {_display(m, f.file)}, line {f.line} (not your "

@@ -18,8 +18,9 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
+from . import submission
 from .manifest import Lab, Manifest
 
 COMPILE_SECONDS = 600  # a template explosion must not hold the grader forever
@@ -133,7 +134,7 @@ def _fill(argv: List[str], **values: str) -> List[str]:
 @dataclass
 class DayBuild:
     day: str
-    status: str  # built | compile_failed | link_failed
+    status: str  # built | refused | compile_failed | link_failed
     source: str = ""  # the copy that was compiled
     object: str = ""
     tests: str = ""
@@ -156,53 +157,87 @@ def _run(argv: List[str], cwd: str, timeout: float) -> Tuple[int, str]:
 
 
 def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: str,
-              log_path: str) -> DayBuild:
-    """Compiles `kernel` (copied alone into out_dir, so that no file of the student's folder
-    shadows lab.h or a harness header) and links the day's test and benchmark programs."""
+              log_path: str, *, folder: str = "", display: str = "",
+              sandbox: Optional[List[str]] = None, source_dir: str = "",
+              hidden: Iterable[str] = ()) -> DayBuild:
+    """Compiles `kernel` and links the day's test and benchmark programs.
+
+    The student's file is read once (a link or a path outside the student's `folder` is
+    refused), its #include lines are checked (objcheck.include_problems), and it is copied alone
+    into out_dir, so that no file of the student's folder shadows lab.h or a harness header. The
+    compiler runs behind `sandbox` (sandbox.py: the solutions, the class build, the other
+    students and the grader's output are not there); the files it read (-MD) are checked too.
+    Messages name the student's file (`display`), never the grader's copy."""
     import time  # noqa: PLC0415
+
+    from . import objcheck  # noqa: PLC0415
 
     start = time.monotonic()
     os.makedirs(out_dir, exist_ok=True)
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     source = os.path.join(out_dir, "kernel.cu")
-    shutil.copyfile(kernel, source)
-    with open(source, "rb") as f:
-        key = hashlib.sha1(f.read() + "\0".join(cmds.compile).encode()).hexdigest()[:20]
-    cached = os.path.join(cache_dir, f"{lab.day}-{key}.o")
     obj = os.path.join(out_dir, "kernel.o")
-    log = []
+    display = display or kernel
+    log: List[str] = []
     result = DayBuild(lab.day, "built", source=source, object=obj, log=log_path)
+
+    def finish(status: str) -> DayBuild:
+        result.status = status
+        text = "\n".join(log).replace(source, display).replace(out_dir + "/", "")
+        with open(log_path, "w", encoding="utf-8") as f:
+            f.write(text)
+        result.seconds = time.monotonic() - start
+        return result
+
+    try:
+        data = submission.read_kernel(kernel, folder or os.path.dirname(kernel))
+    except OSError as e:
+        log.append(f"{display}: refused: {e}")
+        return finish("refused")
+    problems = objcheck.include_problems(data.decode("utf-8", "replace"), display)
+    if problems:
+        log.append("\n".join(problems))
+        return finish("refused")
+    with open(source, "wb") as f:
+        f.write(data)
+    key = hashlib.sha1(data + "\0".join(cmds.compile).encode()).hexdigest()[:20]
+    cached = os.path.join(cache_dir, f"{lab.day}-{key}.o")
     if os.path.exists(cached):
         shutil.copyfile(cached, obj)
         result.cached = True
-        log.append(f"(compiled object reused: the same file was compiled before, {cached})")
+        log.append("(compiled object reused: the same file was compiled before)")
     else:
-        argv = _fill(cmds.compile, source=source, object=obj)
-        log.append("$ " + shlex.join(argv))
-        rc, text = _run(argv, cmds.compile_dir, COMPILE_SECONDS)
+        depfile = os.path.join(out_dir, "kernel.d")
+        argv = _fill(cmds.compile, source=source, object=obj) + ["-MD", "-MF", depfile]
+        log.append("$ " + shlex.join(argv).replace(source, display))
+        rc, text = _run(list(sandbox or []) + argv, out_dir if sandbox else cmds.compile_dir,
+                        COMPILE_SECONDS)
         log.append(text)
         if rc != 0:
-            result.status = "compile_failed"
-        else:
-            os.makedirs(cache_dir, exist_ok=True)
-            tmp = f"{cached}.tmp.{os.getpid()}"
-            shutil.copyfile(obj, tmp)
-            os.replace(tmp, cached)
-    if result.status == "built":
-        for kind, template in (("tests", cmds.link_tests), ("bench", cmds.link_bench)):
-            output = os.path.join(out_dir, f"{lab.day}_lab_{kind}")
-            argv = _fill(template, kernel_lib=obj, output=output)
-            log.append("$ " + shlex.join(argv))
-            rc, text = _run(argv, cmds.link_dir, LINK_SECONDS)
-            log.append(text)
-            if rc != 0:
-                result.status = "link_failed"
-                break
-            setattr(result, kind, output)
-    with open(log_path, "w", encoding="utf-8") as f:
-        f.write("\n".join(log))
-    result.seconds = time.monotonic() - start
-    return result
+            return finish("compile_failed")
+        try:
+            with open(depfile, encoding="utf-8", errors="replace") as f:
+                deps = objcheck.parse_depfile(f.read())
+        except OSError:
+            deps = []
+        bad = objcheck.dependency_problems(deps, source_dir, hidden, source)
+        if bad:
+            log.append("\n".join(bad))
+            return finish("refused")
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = f"{cached}.tmp.{os.getpid()}"
+        shutil.copyfile(obj, tmp)
+        os.replace(tmp, cached)
+    for kind, template in (("tests", cmds.link_tests), ("bench", cmds.link_bench)):
+        output = os.path.join(out_dir, f"{lab.day}_lab_{kind}")
+        argv = _fill(template, kernel_lib=obj, output=output)
+        log.append("$ " + shlex.join(argv))
+        rc, text = _run(argv, cmds.link_dir, LINK_SECONDS)
+        log.append(text)
+        if rc != 0:
+            return finish("link_failed")
+        setattr(result, kind, output)
+    return finish("built")
 
 
 def failure_log(build: DayBuild) -> str:

@@ -319,9 +319,17 @@ def cmd_sanitize(args) -> int:
     under a ~10-100x slowdown). Every case, not a sample: a load past the end whose value is
     thrown away shows only where that test's shape puts it past the allocation (a 1 x 777
     transpose, the last row of a softmax), and the whole of Days 4-6 ran under racecheck in
-    under 6 s on an H100."""
+    under 6 s on an H100.
+
+    Graded (the student's manifest has a sandbox): the tool runs inside the student's sandbox
+    (compute-sanitizer cannot reach a program in another one), and the program gets exactly the
+    command line and environment of its graded test run (the events descriptor, the recording
+    flag, the seed), so that it cannot tell the checked run from the others by them. The tool's
+    report comes through a pipe; a run that does not finish, a tool that is killed or that
+    reports no summary fails."""
     import shutil  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
+    import threading  # noqa: PLC0415
 
     m = load(args.manifest)
     lab = day_arg(m, args.day)
@@ -333,41 +341,95 @@ def cmd_sanitize(args) -> int:
               "toolkit); nothing was checked")
         return sass.SKIP
     from . import runner  # noqa: PLC0415
-    tests = [t for t in runner.list_tests(program)
+    grading = m.grading or {}
+    graded = bool(grading.get("verify")) and args.variant == "lab"
+    listed = lab.solution.tests if graded else program
+    tests = [t for t in runner.list_tests(listed)
              if not lab.is_serial(t) and lab.kind_of(t) != "host"]
+    report_r, report_w = os.pipe()
+    events_r, events_w = os.pipe()
+    env = dict(os.environ, COURSE_EVENTS_FD=str(events_w))
+    prefix = list(grading.get("sandbox") or []) if graded else []
+    if prefix and prefix[-1] == "--":  # the sandbox clears the environment: as the runner does
+        prefix[-1:] = [a for k in ("COURSE_EVENTS_FD", "COURSE_SEED") if k in env
+                       for a in ("--setenv", k, env[k])] + ["--"]
     # API errors are the tests' business, not the checker's: every CUDA call is checked there,
     # and some tests provoke one on purpose (Day 8's pool runs the device out of memory and
     # must recover); memcheck reported those as "Program hit cudaErrorMemoryAllocation".
-    argv = [tool, "--tool", args.tool, "--error-exitcode", "99", "--print-limit", "20",
-            "--report-api-errors", "no",
-            program, f"--gtest_filter={runner.gtest_filter(tests)}"]
+    argv = prefix + [tool, "--tool", args.tool, "--error-exitcode", "99", "--print-limit", "20",
+                     "--report-api-errors", "no", "--log-file", f"/dev/fd/{report_w}",
+                     program, f"--gtest_filter={runner.gtest_filter(tests)}"]
+    if graded:
+        argv.append("--course_record")
+    chunks: List[bytes] = []
+
+    def drain(fd: int, keep: bool) -> None:
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            if keep and sum(len(c) for c in chunks) < (16 << 20):
+                chunks.append(chunk)
+
+    readers = [threading.Thread(target=drain, args=(report_r, True), daemon=True),
+               threading.Thread(target=drain, args=(events_r, False), daemon=True)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env, pass_fds=(report_w, events_w),
+                            start_new_session=True)
+    os.close(report_w)
+    os.close(events_w)
+    for r in readers:
+        r.start()
     try:
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           errors="replace", timeout=args.seconds)
+        out_bytes, _ = proc.communicate(timeout=args.seconds)
+        timed_out = False
     except subprocess.TimeoutExpired:
-        print(f"NOT RUN: {args.tool} did not finish {len(tests)} tests within {args.seconds} s "
-              "(time)")
+        import signal  # noqa: PLC0415
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out_bytes, _ = proc.communicate()
+        timed_out = True
+    for r in readers:
+        r.join(timeout=30)
+    os.close(report_r)
+    os.close(events_r)
+    out = out_bytes.decode("utf-8", "replace")
+    report = b"".join(chunks).decode("utf-8", "replace")
+    if timed_out:
+        print(f"FAILED: {args.tool} did not finish {len(tests)} tests within {args.seconds} s: "
+              "a kernel that hangs or is far too slow under the checker (it runs every access "
+              "through a shadow of memory, 10-100x slower)")
         return 1
-    out = p.stdout
     if "GPU tests will be reported as SKIPPED" in out and "[  PASSED  ]" not in out.replace(
             "[  PASSED  ] 0 tests", ""):
         reason = next((l.split("] ", 1)[1].split(": GPU tests")[0] for l in out.splitlines()
                        if "GPU tests will be reported as SKIPPED" in l), "no GPU")
         print(f"skipped: {reason}: {args.tool} needs a GPU")
         return sass.SKIP
-    errors = [l for l in out.splitlines() if re.match(r"^========= (Invalid|Race|Error|"
-                                                      r"Program hit|Uninitialized|Barrier)", l)]
-    summary = next((l for l in out.splitlines() if "ERROR SUMMARY" in l or
-                    "RACECHECK SUMMARY" in l), "")
-    if p.returncode == 99 or errors:
+    lines = report.splitlines()
+    errors = [l for l in lines if re.match(r"^========= (Invalid|Race|Error|Program hit|"
+                                           r"Uninitialized|Barrier|Warning)", l)]
+    summaries = [l for l in lines if re.search(r"(ERROR|RACECHECK) SUMMARY: ", l)]
+    found = [int(n) for l in summaries for n in re.findall(r"SUMMARY: (\d+)", l)]
+    if proc.returncode == 99 or errors or any(found):
+        summary = next((l for l in summaries if re.search(r"SUMMARY: [1-9]", l)),
+                       summaries[0] if summaries else "")
         print(f"FAILED: {args.tool} found problems in your kernels over {len(tests)} tests: "
               f"{summary.replace('=========', '').strip()}")
         print("\n".join(errors[:10]))
-        where = [l for l in out.splitlines() if re.search(r"kernel\.cu:\d+", l)][:5]
+        where = [l for l in lines if re.search(r"kernel\.cu:\d+", l)][:5]
         if where:
             print("\n".join(where))
         return 1
-    print(f"passed: {args.tool} found no problem over {len(tests)} tests ({summary.strip('= ')})")
+    if proc.returncode < 0 or proc.returncode >= 128 or not summaries:
+        print(f"FAILED: {args.tool} did not report on {len(tests)} tests (it ended with status "
+              f"{proc.returncode} and no summary: the program stopped the checker, or crashed "
+              f"under it):\n{out.strip()[-1500:]}")
+        return 1
+    print(f"passed: {args.tool} found no problem over {len(tests)} tests "
+          f"({summaries[-1].replace('=========', '').strip()})")
     return 0
 
 
@@ -376,11 +438,10 @@ def cmd_grade(args) -> int:
     m = open_build(args)
     if args.merge:
         opts = grade.Options(out=args.merge)
-        grades = grade.load_grades(args.merge)
+        grades, _ = grade.load_grades(args.merge)
         if not grades:
             raise UsageError(f"no graded student in {args.merge}/students/")
-        grade.write_class_files(opts, grades)
-        print(grade.class_table(grades) + "\n")
+        grade.merge_class(opts, m)
         print(f"merged {len(grades)} students into {args.merge}/gradebook.csv, gradebook.json "
               "and junit.xml")
         return 0
@@ -396,7 +457,8 @@ def cmd_grade(args) -> int:
     opts = grade.Options(out=args.out or os.path.join(os.getcwd(), "grades"), jobs=args.jobs,
                          bench=not args.no_bench, days=days, test_timeout=args.test_timeout,
                          regrade=args.regrade, ctest_jobs=args.ctest_jobs,
-                         sanitize_seconds=args.sanitize_timeout)
+                         sanitize_seconds=args.sanitize_timeout, use_sandbox=not args.no_sandbox,
+                         submissions=args.submissions)
     try:
         return grade.grade_class(m, args.submissions, opts, only=only, merge=not args.no_merge)
     except classbuild.ClassBuildError as e:
@@ -541,6 +603,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds each graded compute-sanitizer run may take (default: "
                    "300); a run that takes longer fails as not finished")
     g.add_argument("--regrade", action="store_true", help="grade students already graded again")
+    g.add_argument("--no-sandbox", action="store_true",
+                   help="run the students' programs without the sandbox (trusting every "
+                   "submission; the reports say so): only where bubblewrap cannot run")
     g.add_argument("--only-index", type=int, help="grade only the N-th student (0-based, in "
                    "name order): one Slurm array task")
     g.add_argument("--no-merge", action="store_true", help="do not write the class files "

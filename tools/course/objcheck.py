@@ -104,22 +104,36 @@ def _include_name_problem(name: str) -> str:
     return ""
 
 
-def dependency_problems(deps: Iterable[str], allowed_roots: Iterable[str], source: str) -> List[str]:
-    """Files the compiler read (its -MD list) outside the allowed folders."""
-    roots = [os.path.realpath(r).rstrip("/") + "/" for r in allowed_roots if r]
+# Where a header a kernel.cu includes may never come from, whatever the folders: the system's
+# private places (a compile error would quote their lines into a report).
+PRIVATE_PLACES = ("/etc", "/proc", "/sys", "/dev", "/root", "/home", "/tmp", "/var", "/run",
+                  "/boot", "/srv", "/mnt", "/media")
+
+
+def dependency_problems(deps: Iterable[str], source_dir: str, hidden: Iterable[str],
+                        source: str) -> List[str]:
+    """Files the compiler read (its -MD list) that a submission may not include: in the course's
+    tree anything but labs/ and common/ (solutions/ above all), the grader's hidden folders,
+    and the system's private places."""
+    tree = os.path.realpath(source_dir).rstrip("/") + "/" if source_dir else ""
+    allowed_in_tree = [tree + "labs/", tree + "common/"] if tree else []
+    hidden = [os.path.realpath(h).rstrip("/") + "/" for h in hidden if h]
     source = os.path.realpath(source)
     bad = []
     for d in deps:
         real = os.path.realpath(d)
         if real == source:
             continue
-        if "/solutions/" in real + "/" and not any(real.startswith(r) and "/solutions/" not in
-                                                   real[len(r) - 1:] for r in roots):
-            bad.append(f"kernel.cu read {d}: the course's solutions are not yours to include")
-        elif not any(real.startswith(r) for r in roots):
-            bad.append(f"kernel.cu read {d}, outside the folders a submission may include from "
-                       "(its lab's headers, the course's harness, the CUDA toolkit's and the "
-                       "system's headers)")
+        if tree and real.startswith(tree) and not any(real.startswith(a) for a in allowed_in_tree):
+            why = ("the course's solutions are not yours to include"
+                   if real.startswith(tree + "solutions/") else
+                   "a submission includes only the labs' headers and the harness (common/) "
+                   "from the course's tree")
+            bad.append(f"kernel.cu includes {os.path.relpath(real, tree)}: {why}")
+        elif any(real.startswith(h) for h in hidden):
+            bad.append(f"kernel.cu includes {d}, which a submission may not read")
+        elif any(real == p or real.startswith(p + "/") for p in PRIVATE_PLACES):
+            bad.append(f"kernel.cu includes {d}: not a header a submission may include")
     return bad
 
 

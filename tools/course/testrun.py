@@ -251,8 +251,17 @@ def verify_cases(m: Manifest, lab: Lab, cases: Dict[str, R.Case], tapes: str,
 # ------------------------------------------------------------------------------- ctest
 
 
-def _cmake_quote(s: str) -> str:
-    return "[==[" + s + "]==]"
+def cmake_quote(s: str) -> str:
+    """`s` as a CMake bracket argument, whatever it holds: [==[...]==] with as many '=' as it
+    takes for the closing bracket not to occur in `s` (a student's folder may be named
+    anything)."""
+    n = 2
+    while f"]{'=' * n}]" in s:
+        n += 1
+    return f"[{'=' * n}[{s}]{'=' * n}]"
+
+
+_cmake_quote = cmake_quote
 
 
 def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
