@@ -93,14 +93,14 @@ TileCoord grouped_tile(std::int64_t block, std::int64_t tiles_m, std::int64_t ti
 constexpr long long kMbarrierTimeoutNs = 1000000000;  // 1 s: a stage takes microseconds
 void check_mbarrier_timeouts();
 
-// Step 7 — bfloat16, B kColMajor ([N, K]), bfloat16 C.
+// Step 7 — bfloat16, B kColMajor ([N, K]), bfloat16 C (rounded to nearest even, as step 6).
 void gemm_7_wgmma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t M, std::int64_t N,
                   std::int64_t K, int debug_extra_tx_bytes = 0);
 
 // Step 8 — FP8 e4m3 A [M, K] and B [N, K], float32 accumulation, per-tensor scales:
-// C = (*scale_a) * (*scale_b) * A B, rounded to bfloat16. scale_a and scale_b are device
-// pointers to one float each (as cuBLASLt takes them: a scale computed on the GPU needs no trip
-// to the host).
+// C = (*scale_a) * (*scale_b) * A B, rounded to bfloat16 (to nearest even). scale_a and scale_b are
+// device pointers to one float each (as cuBLASLt takes them: a scale computed on the GPU needs no
+// trip to the host).
 void gemm_8_fp8(const fp8_e4m3* A, const fp8_e4m3* B, bfloat16* C, std::int64_t M, std::int64_t N,
                 std::int64_t K, const float* scale_a, const float* scale_b,
                 int debug_extra_tx_bytes = 0);
