@@ -1,4 +1,32 @@
-// Day 3 tests. Each suite is one exercise of README.md; each test runs in its own process.
+// Day 3 tests. Each suite is one exercise of README.md.
+//
+// What a kernel of this day can get wrong, and the test that sees it:
+//   - a PTX wrapper with another instruction, extra code around it, or the .ftz form (subnormal
+//     inputs or results flushed): Ptx*.MeetsTheDocumentedErrorBound (subnormals included),
+//     PtxExp2.IsWithinTwoUlpOfTheCorrectlyRoundedResult, Ptx*.Handles* (infinities, zeros,
+//     NaN, overflow); the SASS checks ptx_*_is_mufu_*
+//   - segment sizes that are not a multiple of 32 (1, 31, 33, 97, 1021, 2^20 + 3): the last
+//     segment's lanes past the end LOAD (the padding after x holds NaN or 1e30, and memcheck,
+//     graded on Day 3, sees a load past an exact buffer: *ExactInput.ReadsNothingPastTheEnd) or
+//     hold the wrong identity (0 for max): Warp*.MatchesTheReferenceForEverySize,
+//     WarpMaxTail.NegativeSegmentsIgnoreLanesPastTheEnd
+//   - a maximum that drops NaN (fmaxf, max.f32, __hmax2): WarpMaxSpecialValues,
+//     ShuffleHalf2Channels.PropagateNaNIndependently
+//   - a broadcast source lane past the end that is not 0: WarpBroadcast (n33_lane7, n97_lane31)
+//   - a scan that adds shfl.up's own value in lanes below delta, carries across segments, or
+//     stores past n: WarpScanSegments.EverySegmentStartsFromZero
+//   - a double shuffled as one 32-bit half, or summed through float: ShuffleDoublePrecision
+//   - half2 channels mixed up: ShuffleHalf2 (channel b shifted by 2), ShuffleHalf2Channels
+//   - an element or segment index in 32 bits: *LargeIndex (n = 2^31 + 2^24 + 17)
+//   - the fast GeLU: the formula, the tail, unaligned pointers, rounding toward zero:
+//     FastGelu.*, FastGeluExtremes, FastGeluRounding
+//   - the launchers' limits (terms >= 1, n >= 0, 0 <= src_lane < 32, 4-byte aligned half pairs):
+//     just outside throws, just inside works: PtxExp2Limits, WarpBroadcastLimits,
+//     ShuffleHalf2Limits
+//
+// What the tests read back from the code under test (device results, exceptions) goes through
+// an observation (course/observe.h), so that the grader can judge the student's values in the
+// reference program.
 //
 // Exercise 1 is graded against the error bounds the PTX ISA documents for each approximate
 // instruction (measured against float64, and printed, so you see how close to the bound the
@@ -10,6 +38,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -68,6 +97,17 @@ bool any_unwritten(const std::vector<T>& v) {
   for (const T& e : v)
     if (course::DType<T>::is_poison(e)) return true;
   return false;
+}
+
+// The call must throw course::InvalidArgument (lab.h: every function checks its arguments). What
+// it did is observed, so that the grader judges the student's launcher. The launchers are given:
+// a student who changes one must keep its checks.
+void expect_rejected(const std::function<void()>& call, const std::string& what, const char* why) {
+  const course::Thrown t = course::observed_throw<course::InvalidArgument>(call, "rejected call");
+  EXPECT_TRUE(t.threw) << what << " must throw course::InvalidArgument (" << why
+                       << "): keep the given launcher's course::require. It "
+                       << (t.threw_other ? "threw another exception: " + t.what
+                                         : std::string("threw nothing"));
 }
 
 // =============================================================================================
@@ -229,6 +269,25 @@ TEST_F(PtxExp2, HandlesInfinitiesZerosOverflowAndNaN) {
        {-200.0f, 0.0, false},
        {-1e30f, 0.0, false}},  // underflow: 0
       [](float g, double e) { return ref::ulp_distance_f32(g, e) <= kEx2MaxUlp; });
+}
+
+class PtxExp2Limits : public course::GpuTest {};
+
+TEST_F(PtxExp2Limits, RejectsNoTermsThenComputesOneTerm) {
+  // lab.h: terms >= 1 and n >= 0. terms = 0 and n = -1 are just outside; n = 0 needs no pointer;
+  // terms = 1 is the first value inside (y = ptx_exp2(x)).
+  DeviceBuffer<float> dx(4), dy(4);
+  expect_rejected([&] { d03::ptx_math(MathFn::kExp2, dx.data(), dy.data(), 4, 0); },
+                  "ptx_math(exp2, n = 4, terms = 0)", "terms must be >= 1");
+  expect_rejected([&] { d03::ptx_math(MathFn::kExp2, dx.data(), dy.data(), -1); },
+                  "ptx_math(exp2, n = -1)", "n must be >= 0");
+  COURSE_EXPECT_NO_THROW(d03::ptx_math(MathFn::kExp2, nullptr, nullptr, 0));
+  const std::vector<float> x = {0.0f, 1.0f, -1.0f, 10.0f};
+  const auto got = run_ptx(kExp2, x);
+  if (!written(kExp2, got)) return;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_LE(ref::ulp_distance_f32(got[i], ref::exp2(x[i])), kEx2MaxUlp)
+        << "ptx_exp2(" << x[i] << ") = " << got[i] << ": one term is exactly ptx_exp2(x)";
 }
 
 // ---------------------------------------------------------------- 1b: ptx_log2
@@ -543,6 +602,30 @@ INSTANTIATE_TEST_SUITE_P(Lanes, WarpBroadcast,
                                   std::to_string(p.param.src_lane);
                          });
 
+class WarpBroadcastLimits : public course::GpuTest {};
+
+TEST_F(WarpBroadcastLimits, RejectsSourceLanesOutsideTheSegment) {
+  // lab.h: 0 <= src_lane < 32. -1 and 32 are just outside (a shuffle from lane 32 would wrap to
+  // lane 0, from -1 to lane 31: a wrong answer, not an error); 0 and 31 are the first inside.
+  const auto x = course::random_uniform<float>(33, course::seed_for(61));
+  DeviceBuffer<float> dx(x), dy(x.size());
+  for (const int lane : {-1, 32})
+    expect_rejected([&] { d03::segment_broadcast(dx.data(), dy.data(), 33, lane); },
+                    "segment_broadcast(n = 33, src_lane = " + std::to_string(lane) + ")",
+                    "src_lane must be in [0, 32)");
+  expect_rejected([&] { d03::segment_broadcast(dx.data(), dy.data(), -1, 0); },
+                  "segment_broadcast(n = -1)", "n must be >= 0");
+  COURSE_EXPECT_NO_THROW(d03::segment_broadcast(nullptr, nullptr, 0, 0));
+  sync();
+  for (const int lane : {0, 31}) {
+    course::CompareOptions options;
+    options.what = "broadcast from lane " + std::to_string(lane) + " of 33 elements";
+    options.tolerance = kExact;
+    COURSE_EXPECT_MATCH(run_segment_broadcast(x, lane),
+                        ref::segment_broadcast(course::as_doubles(x), lane), options);
+  }
+}
+
 // ---------------------------------------------------------------- 2d: warp scan
 COURSE_POINTS(WarpScan, 10);
 
@@ -750,6 +833,31 @@ TEST_F(ShuffleHalf2Channels, PropagateNaNIndependently) {
   options.what = "per-channel maxima with NaN and inf";
   options.tolerance = kExact;
   COURSE_EXPECT_MATCH(got, pair_max_reference(x), options);
+}
+
+class ShuffleHalf2Limits : public course::GpuTest {};
+
+TEST_F(ShuffleHalf2Limits, RejectsPointersNotFourByteAligned) {
+  // lab.h: x and out must be 4-byte aligned, whole __half2 pairs (a 4-byte load from x + 1 would
+  // be misaligned: a fault). pairs = -1 is outside; pairs = 0 needs no pointer.
+  const std::size_t pairs = 33;
+  DeviceBuffer<course::half> dx(2 * pairs + 2), dout(2 * segments_of(pairs) + 2);
+  expect_rejected([&] { d03::segment_max_pairs(dx.data() + 1, dout.data(), 33); },
+                  "segment_max_pairs(x + 1)", "x must be 4-byte aligned");
+  expect_rejected([&] { d03::segment_max_pairs(dx.data(), dout.data() + 1, 33); },
+                  "segment_max_pairs(out + 1)", "out must be 4-byte aligned");
+  expect_rejected([&] { d03::segment_max_pairs(dx.data(), dout.data(), -1); },
+                  "segment_max_pairs(pairs = -1)", "pairs must be >= 0");
+  COURSE_EXPECT_NO_THROW(d03::segment_max_pairs(nullptr, nullptr, 0));
+  sync();
+  const auto v = course::random_uniform<float>(2 * pairs, course::seed_for(62), -1.0, 1.0);
+  std::vector<course::half> x(2 * pairs);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = course::from_double<course::half>(v[i] + (i % 2 ? 2.0 : 0.0));
+  course::CompareOptions options;
+  options.what = "per-channel segment maxima of 33 half pairs at 4-byte aligned pointers";
+  options.tolerance = kExact;
+  COURSE_EXPECT_MATCH(run_segment_max_pairs(x), pair_max_reference(x), options);
 }
 
 // =============================================================================================
