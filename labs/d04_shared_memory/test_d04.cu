@@ -1,14 +1,41 @@
-// Day 4 tests. Each suite is one exercise of README.md; each test runs in its own process.
+// Day 4 tests. Each suite is one exercise of README.md.
 //
 //   TransposeN...            the kernel against the float64 reference, for every shape and
 //                            dtype: every element in its place, nothing written past the end
 //   TransposeN...Layout      (3, 4, 5) the tile layout against a model of the 32 shared-memory
 //                            banks: the warp's row writes and column reads of the lesson must be
 //                            conflict-free. Pure host code: these run without a GPU.
+//   TransposeN...Limits      the launchers' promises: negative sides and overlapping in and out
+//                            throw, an empty matrix needs no pointer
+//
+// What a kernel of this day can get wrong, and the test that sees it:
+//   - sides that are not a multiple of the 32-wide tile or of variant 5's 64-row tile, sides of
+//     1 and primes: edge tiles must skip what lies outside the matrix:
+//     TransposeN*.MovesEveryElementToItsTransposedPlace (1 x 777, 33 x 65, 1000 x 999, ...)
+//   - the output's bounds tested against the input's (out_r < rows instead of < cols): the same
+//     tests on shapes that are not square (33 x 65 and 65 x 33), and the guard after the output
+//   - an edge tile that LOADS outside the matrix (the values are never stored): memcheck, graded
+//     on Day 4; stores past the end: the guard after the output and memcheck
+//   - no __syncthreads() between filling the tile and reading it (a race): racecheck, graded on
+//     Day 4, and the tests when the race shows
+//   - a layout that maps two elements to one place, wastes shared memory, or leaves a bank
+//     conflict on the row write or the column read: TransposeN*Layout (host only)
+//   - variant 5: a misaligned pointer, or rows or cols not a multiple of the vector width, on
+//     the 16-byte path (a misaligned access faults): Transpose5Vectorized.HandlesPointersNot
+//     AlignedTo16Bytes, the shapes 37 x 64 (output rows of 37) and 1000 x 999; a fallback that
+//     stores whole vectors past a row's end: the same tests and the guard
+//   - an index or offset computed in 32 bits (r * cols + c, c * rows + r, a row's start):
+//     TransposeN*LargeIndex (33001 x 65537 and 33000 x 65528)
+//   - the launchers' limits (rows, cols >= 0; in and out must not overlap): TransposeN*Limits
+//
+// What the tests read back from the code under test (device results, the tile_index_* layouts,
+// exceptions) goes through an observation (course/observe.h), so that the grader can judge the
+// student's values in the reference program.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <set>
@@ -77,11 +104,13 @@ void PrintTo(const Shape& s, std::ostream* os) {
 }
 
 // Sides of 1, primes, sides that are not multiples of the 32-wide tile or of variant 5's
-// 64-row tile and 4- or 8-element vectors, and a few that are.
+// 64-row tile and 4- or 8-element vectors, and a few that are. 37 x 64: whole vectors along the
+// input's rows but not along the output's (37 elements), so variant 5 must not take its 16-byte
+// path; 1000 x 999 the other way round.
 std::vector<Shape> shapes() {
   const std::pair<std::int64_t, std::int64_t> sides[] = {
-      {1, 1},   {1, 777},   {777, 1},    {32, 32},   {33, 65},
-      {65, 33}, {136, 200}, {1000, 999}, {4097, 31}, {31, 4097}};
+      {1, 1},     {1, 777},    {777, 1},   {32, 32},   {33, 65}, {65, 33},
+      {136, 200}, {1000, 999}, {4097, 31}, {31, 4097}, {37, 64}};
   std::vector<Shape> out;
   for (DType d : kAllElementTypes)
     for (const auto& [rows, cols] : sides) out.push_back({d, rows, cols});
@@ -146,6 +175,33 @@ void expect_transpose(const Variant& v, const Shape& s, std::size_t offset = 0) 
 
 class TransposeTest : public course::GpuTest, public ::testing::WithParamInterface<Shape> {};
 
+// The limits every launcher checks (lab.h): a negative side, and in and out that overlap (a
+// transpose cannot be done in place), throw course::InvalidArgument; an empty matrix is accepted
+// without touching a pointer. What each call did is observed, so that the grader judges it. Then
+// the first shape inside, 1 x 1, must be transposed right. The launchers are given: a student
+// who changes one must keep its checks.
+void expect_limits(const Variant& v) {
+  DeviceBuffer<float> in(16), out(16);
+  const auto rejected = [&](const std::function<void()>& call, const std::string& what,
+                            const char* why) {
+    const course::Thrown t = course::observed_throw<course::InvalidArgument>(call, "rejected call");
+    EXPECT_TRUE(t.threw) << v.name << "(" << what << ") must throw course::InvalidArgument (" << why
+                         << "): keep the given launcher's course::require. It "
+                         << (t.threw_other ? "threw another exception: " + t.what
+                                           : std::string("threw nothing"));
+  };
+  rejected([&] { v.f32(in.data(), out.data(), -1, 4); }, "rows = -1", "rows must be >= 0");
+  rejected([&] { v.f32(in.data(), out.data(), 4, -1); }, "cols = -1", "cols must be >= 0");
+  rejected([&] { v.f32(in.data(), in.data(), 4, 4); }, "out = in", "in and out must not overlap");
+  rejected([&] { v.f32(in.data(), in.data() + 15, 4, 4); }, "out = in + 15",
+           "in and out must not overlap, not even by one element");
+  COURSE_EXPECT_NO_THROW(v.f32(nullptr, nullptr, 0, 4));
+  COURSE_EXPECT_NO_THROW(v.f32(nullptr, nullptr, 4, 0));
+  COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+  if (::testing::Test::HasFailure()) return;
+  expect_transpose(v.f32, v, 1, 1);
+}
+
 // ---------------------------------------------------------------- Exercise 1: naive
 COURSE_POINTS(Transpose1Naive, 10);
 
@@ -154,6 +210,9 @@ TEST_P(Transpose1Naive, MovesEveryElementToItsTransposedPlace) {
   expect_transpose(kNaive, GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose1Naive, ::testing::ValuesIn(shapes()), shape_name);
+
+class Transpose1NaiveLimits : public course::GpuTest {};
+TEST_F(Transpose1NaiveLimits, RejectsNegativeSidesAndOverlappingBuffers) { expect_limits(kNaive); }
 
 // ---------------------------------------------------------------- Exercise 2: shared memory
 COURSE_POINTS(Transpose2Smem, 15);
@@ -164,6 +223,9 @@ TEST_P(Transpose2Smem, MovesEveryElementToItsTransposedPlace) {
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose2Smem, ::testing::ValuesIn(shapes()), shape_name);
 
+class Transpose2SmemLimits : public course::GpuTest {};
+TEST_F(Transpose2SmemLimits, RejectsNegativeSidesAndOverlappingBuffers) { expect_limits(kSmem); }
+
 // ---------------------------------------------------------------- Exercise 3: padded
 COURSE_POINTS(Transpose3Padded, 10);
 
@@ -173,6 +235,11 @@ TEST_P(Transpose3Padded, MovesEveryElementToItsTransposedPlace) {
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose3Padded, ::testing::ValuesIn(shapes()), shape_name);
 
+class Transpose3PaddedLimits : public course::GpuTest {};
+TEST_F(Transpose3PaddedLimits, RejectsNegativeSidesAndOverlappingBuffers) {
+  expect_limits(kPadded);
+}
+
 // ---------------------------------------------------------------- Exercise 4: swizzled
 COURSE_POINTS(Transpose4Swizzled, 10);
 
@@ -181,6 +248,11 @@ TEST_P(Transpose4Swizzled, MovesEveryElementToItsTransposedPlace) {
   expect_transpose(kSwizzled, GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose4Swizzled, ::testing::ValuesIn(shapes()), shape_name);
+
+class Transpose4SwizzledLimits : public course::GpuTest {};
+TEST_F(Transpose4SwizzledLimits, RejectsNegativeSidesAndOverlappingBuffers) {
+  expect_limits(kSwizzled);
+}
 
 // ---------------------------------------------------------------- Exercise 5: vectorized
 COURSE_POINTS(Transpose5Vectorized, 15);
@@ -194,6 +266,11 @@ TEST_P(Transpose5Vectorized, HandlesPointersNotAlignedTo16Bytes) {
   expect_transpose(kVectorized, GetParam(), 1);
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Transpose5Vectorized, ::testing::ValuesIn(shapes()), shape_name);
+
+class Transpose5VectorizedLimits : public course::GpuTest {};
+TEST_F(Transpose5VectorizedLimits, RejectsNegativeSidesAndOverlappingBuffers) {
+  expect_limits(kVectorized);
+}
 
 // =============================================================================================
 // 64-bit indices (TransposeNLargeIndex): matrices of just over 2^31 elements, where the flat
@@ -327,8 +404,17 @@ struct WarpAccess {
   int access_bytes;
 };
 
-void expect_layout(TileIndex index, const char* name, const char* todo, int rows, int cols,
+// The layout is the code under test: its whole table, index(r, c) for every element of the tile,
+// is computed once and observed (so that the grader judges the student's layout), and every
+// check below reads the table, never the function.
+void expect_layout(TileIndex layout, const char* name, const char* todo, int rows, int cols,
                    int elem_bytes, int max_footprint, const std::vector<WarpAccess>& accesses) {
+  std::vector<int> table(static_cast<std::size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) table[static_cast<std::size_t>(r) * cols + c] = layout(r, c);
+  table = course::observed(std::move(table), name);
+  // Element (r, c) of the tile; every (r, c) the checks ask for lies inside it.
+  const auto index = [&](int r, int c) { return table[static_cast<std::size_t>(r) * cols + c]; };
   std::set<int> seen;
   int footprint = 0;
   for (int r = 0; r < rows; ++r)
