@@ -28,25 +28,31 @@
 //   TFLOP/s     traffic.flops / median time, when flops are given
 //   spread_%    (p90 - p10) / median: how noisy the measurement was (the subtraction adds
 //               about 2-3 us of jitter, which matters only to the shortest kernels)
-//   floor_us    when traffic.bytes > 0, the physical floor: traffic.bytes / (kFloorMargin = 1.25
-//               x the measured copy ceiling), in microseconds. No kernel moves its bytes faster
-//               than the device's copy rate; a read-only kernel legitimately reaches ~103% of a
-//               read + write copy's rate, hence the margin. A median below the floor is reported
+//   floor_us    the physical floor, in microseconds: the larger of traffic.bytes / (kFloorMargin
+//               = 1.25 x the measured copy ceiling) and traffic.flops / (kComputeMargin = 1.1 x
+//               the card's peak rate for traffic.math, device.h). No kernel moves its bytes
+//               faster than the device's copy rate (a read-only kernel legitimately reaches
+//               ~103% of a read + write copy's rate, hence the margin), nor computes faster
+//               than its tensor cores or CUDA cores can. A median below the floor is reported
 //               as an error ("impossible time"), never as a speed: the work was not done on
 //               every call (skipped, cached, or a launch that failed silently), or the timing
-//               is broken.
-//   recheck     1 when the output of a TIMED iteration was compared with the reference after
-//               timing and matched (measure() with a Recheck); absent when there was no
-//               re-check. A wrong timed output is reported as an error, never as a speed.
+//               is broken. The grader judges a student's times against the REFERENCE
+//               program's floor_us, never the student's (tools/course/grade.py).
+//   recheck     1 when the outputs of TIMED iterations were compared with the reference and
+//               matched (measure() with a Recheck); absent when there was no re-check. A wrong
+//               timed output is reported as an error, never as a speed.
 // Register every GPU benchmark through course::bench::configure(), which sets manual time.
 //
 // Why re-check: the check before timing sees only the first call. A kernel that computes the
 // right answer once and then does nothing (or something cheaper and wrong) on the later calls
-// would be timed doing nothing. So after the timing loop, measure() poisons the output, runs
-// one more bracketed, timed iteration (its time joins the samples) and compares THAT output
-// with the reference. A kernel that could tell the audited call from the others (by looking
-// for the poison) and skip its work on the rest would be timed skipping it: the floor above
-// is what rejects such a time.
+// would be timed doing nothing. So measure() poisons the outputs before EVERY timed call (so
+// that no call can be told from another by what it finds in its output) and compares the
+// output of timed calls chosen at random, after they ran, kAuditsPerRow of them on average
+// over the whole loop: a kernel that skips its work on some calls is caught with a
+// probability that grows with how many it skips, and one that skips enough of them to move
+// the median (more than half) is caught in all but about e^-(kAuditsPerRow / 2) of the rows.
+// A kernel that caches its result and copies it back is faster than the floor above on any
+// operation where copying the result is cheaper than computing it.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -59,14 +65,16 @@
 
 #include "course/buffer.h"
 #include "course/compare.h"
+#include "course/device.h"
 
 namespace course::bench {
 
 // The fewest bytes the operation must move through DRAM (each input read once, each output
-// written once) and the floating-point operations it must do.
+// written once), the floating-point operations it must do, and on what (the compute floor).
 struct Traffic {
   double bytes = 0.0;
   double flops = 0.0;
+  Math math = Math::kAny;
 };
 
 // Empties the L2 of everything useful by reading scratch buffer `which` (0 or 1), twice the
@@ -113,17 +121,27 @@ class BracketedTimer {
 // median of an even count. `v` must not be empty.
 double percentile(std::vector<double> v, double p);
 
-// No kernel moves bytes faster than this multiple of the measured copy ceiling (floor_us).
+// No kernel moves bytes faster than this multiple of the measured copy ceiling (floor_us) ...
 constexpr double kFloorMargin = 1.25;
+// ... nor computes faster than this multiple of the card's peak rate (a clock above the one the
+// card reports).
+constexpr double kComputeMargin = 1.1;
+// How many timed calls of a row measure() checks, on average (see "Why re-check").
+constexpr double kAuditsPerRow = 8.0;
 
-// The re-check of a timed output (see "Why re-check" above).
+// The floor of `traffic` on this GPU in seconds (floor_us above); 0 when it has neither bytes
+// nor flops.
+double floor_seconds(const Traffic& traffic);
+
+// The re-check of timed outputs (see "Why re-check" above).
 struct Recheck {
-  // Run before the audited iteration, outside its bracket (before the flush that precedes
-  // `start`), so its own writes are never timed. It poisons every output (DeviceBuffer::poison()
-  // or a memset), so that an output the timed call leaves untouched fails the check; where the
-  // work is in place (the output is also an input, as SAXPY's y), it restores the input from
-  // the host copy instead, so that one application of the work gives the reference's output.
-  // Any scratch the work reads back (an intermediate buffer) is poisoned too.
+  // Run before EVERY timed iteration, outside its bracket (before the flush that precedes
+  // `start`), so its own writes are never timed. It poisons every output (DeviceBuffer::poison(),
+  // a fill on the GPU), so that an output a timed call leaves untouched fails the check; where
+  // the work is in place (the output is also an input, as SAXPY's y), it restores the input
+  // (from a device copy: it runs hundreds of times), so that one application of the work gives
+  // the reference's output. Any scratch the work reads back (an intermediate buffer) is
+  // poisoned too.
   std::function<void()> poison;
   // Downloads the output(s) and compares them with the reference: the very check made before
   // timing (one lambda, used for both).
@@ -135,10 +153,10 @@ struct Recheck {
 // recheck).
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              cudaStream_t stream = nullptr);
-// The same, then one audited iteration: recheck.poison(), a bracketed, timed call of `work`
-// (its time joins the samples of the median), recheck.check() of its output. A failed check
-// is reported as an error ("the timed output is wrong (re-checked after timing): ..."); a
-// passed one sets the counter recheck = 1.
+// The same, with recheck.poison() before every timed call and recheck.check() after the
+// audited ones (chosen at random, "Why re-check"). A failed check is reported as an error
+// ("the timed output is wrong (re-checked after timing): ..."); when every audit passed the
+// counter recheck = 1 (and audits = how many there were).
 void measure(benchmark::State& state, const std::function<void()>& work, Traffic traffic,
              const Recheck& recheck, cudaStream_t stream = nullptr);
 

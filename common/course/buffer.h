@@ -17,6 +17,13 @@
 
 namespace course {
 
+namespace detail {
+// Fills `bytes` bytes at `data` with copies of `pattern` (`pattern_bytes` of 1, 2, 4, 8 or 16,
+// dividing `bytes`) with one kernel on the default stream, and waits for it: poisoning a
+// 256 MiB output costs a tenth of a millisecond instead of a host array and an upload.
+void fill_pattern(void* data, std::size_t bytes, const void* pattern, std::size_t pattern_bytes);
+}  // namespace detail
+
 template <class T>
 class DeviceBuffer {
  public:
@@ -71,8 +78,15 @@ class DeviceBuffer {
   }
   // Fill with DType<T>::poison(): an element the kernel never writes keeps a value that no
   // computation produces, so a comparison can tell "never written" from "wrong".
-  void poison() { upload(std::vector<T>(size_, DType<T>::poison())); }
-  void fill(const T& value) { upload(std::vector<T>(size_, value)); }
+  void poison() { fill(DType<T>::poison()); }
+  void fill(const T& value) {
+    if constexpr (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 ||
+                  sizeof(T) == 16) {
+      if (size_ > 0) detail::fill_pattern(data_, bytes(), &value, sizeof(T));
+    } else {
+      upload(std::vector<T>(size_, value));
+    }
+  }
 
  private:
   T* data_ = nullptr;

@@ -25,11 +25,26 @@ struct DeviceFacts {
   std::size_t l2_bytes = 0;
   std::size_t global_mem_bytes = 0;
   int memory_bus_bits = 0;
+  int sm_clock_khz = 0;  // the SMs' highest clock (cudaDevAttrClockRate)
 };
 
 // Read once per process (cudaGetDeviceProperties is slow).
 const DeviceFacts& device_facts(int device = 0);
 std::string describe(const DeviceFacts& facts);
+
+// What the arithmetic of a kernel runs on, for its compute ceiling (course/bench.h's floor).
+enum class Math {
+  kAny,        // the card's fastest: its 8-bit tensor-core rate (a floor no kernel can beat)
+  kSimtFp32,   // fused multiply-adds of the CUDA cores, float32
+  kTensor16,   // tensor cores, 16-bit inputs (half, bfloat16)
+  kTensorFp8,  // tensor cores, 8-bit inputs (e4m3, e5m2)
+};
+
+// The card's peak rate for `math` in FLOP/s (a fused multiply-add is two): its SMs x their
+// highest clock x what one SM does per clock, from the compute capability (the vendor's
+// per-SM figures: sm_80 256 / 2048 / 2048, sm_90 256 / 4096 / 8192 FLOP per clock). No kernel
+// can be faster; benchmarks reject a time that would be (bench.h, floor_us).
+double peak_flops_per_second(Math math, const DeviceFacts& facts = device_facts());
 
 // The copy ceiling: bytes read + bytes written per second of a large device-to-device
 // cudaMemcpy (median of several), in GB/s (1e9 bytes). Measured once per process.

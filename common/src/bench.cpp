@@ -5,6 +5,8 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <random>
+#include <string>
 #include <utility>
 
 #include "course/check.h"
@@ -39,6 +41,15 @@ L2Flusher& process_flusher() {
   return flusher;
 }
 }  // namespace
+
+double floor_seconds(const Traffic& traffic) {
+  double floor = 0.0;
+  if (traffic.bytes > 0)
+    floor = traffic.bytes / (kFloorMargin * measured_copy_bandwidth_gbs() * 1e9);
+  if (traffic.flops > 0)
+    floor = std::max(floor, traffic.flops / (kComputeMargin * peak_flops_per_second(traffic.math)));
+  return floor;
+}
 
 double percentile(std::vector<double> v, double p) {
   const std::size_t k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
@@ -119,10 +130,38 @@ void measure_impl(benchmark::State& state, const std::function<void()>& work, Tr
   for (int i = 0; i < 3; ++i) work();
   COURSE_CUDA_CHECK(cudaStreamSynchronize(stream));
 
+  // Which timed calls are audited is drawn from the OS's entropy as the loop goes, so nothing
+  // in the process can know it in advance: each call with probability kAuditsPerRow / (the
+  // number of samples the first one predicts), so that about kAuditsPerRow are audited
+  // whatever the row's length.
+  std::random_device entropy;
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  double audit_probability = 1.0;
+  int audits = 0;
+  std::string wrong;
+
   std::vector<double> seconds;
   for (auto _ : state) {
     sample(&seconds, [&] {
-      const double s = timer.time(work);
+      if (recheck != nullptr && recheck->poison) {
+        recheck->poison();
+        COURSE_CUDA_CHECK(cudaDeviceSynchronize());  // the poison may be on another stream
+      }
+      const double s = timer.time(work);  // returns once the work's stop event has passed
+      if (recheck != nullptr && wrong.empty()) {
+        if (seconds.empty()) {
+          const SamplePlan plan;
+          const double predicted = std::clamp(plan.min_timed_seconds / std::max(s, 1e-7),
+                                              static_cast<double>(plan.min_samples),
+                                              static_cast<double>(plan.max_samples));
+          audit_probability = std::min(1.0, kAuditsPerRow / predicted);
+        }
+        if (uniform(entropy) < audit_probability) {
+          ++audits;
+          const Comparison check = recheck->check();
+          if (!check.ok) wrong = first_line(check.message);
+        }
+      }
       return std::pair<double, double>{s, std::max(s, 0.0)};
     });
     // Google Benchmark needs a positive time; the median keeps the honest sample.
@@ -130,24 +169,18 @@ void measure_impl(benchmark::State& state, const std::function<void()>& work, Tr
   }
   if (seconds.empty()) return;
 
-  if (recheck != nullptr) {
-    // The audited iteration (bench.h, "Why re-check"): the check before timing saw only the
-    // first call, so a kernel that did its work once and nothing (or something cheaper and
-    // wrong) afterwards would otherwise be timed doing that. Poisoned first, and finished
-    // before the bracket opens, so that the poison's writes are neither timed nor left dirty
-    // in the L2 for the work to pay for (the flush before `start` writes them back). Timed like
-    // any other iteration: its sample joins the median's (Google Benchmark's own iteration
-    // count is fixed by the loop above, so it does not see it).
+  if (recheck != nullptr && wrong.empty() && audits == 0) {
+    // No call happened to be drawn (rare): audit one more, poisoned and timed like the others.
     if (recheck->poison) recheck->poison();
-    COURSE_CUDA_CHECK(cudaDeviceSynchronize());  // the poison may be on another stream
-    seconds.push_back(timer.time(work));         // returns once the work's stop event has passed
+    COURSE_CUDA_CHECK(cudaDeviceSynchronize());
+    seconds.push_back(timer.time(work));
+    ++audits;
     const Comparison check = recheck->check();
-    if (!check.ok) {
-      state.SkipWithError(
-          ("the timed output is wrong (re-checked after timing): " + first_line(check.message))
-              .c_str());
-      return;
-    }
+    if (!check.ok) wrong = first_line(check.message);
+  }
+  if (!wrong.empty()) {
+    state.SkipWithError(("the timed output is wrong (re-checked after timing): " + wrong).c_str());
+    return;
   }
 
   const double median = percentile(seconds, 0.5);
@@ -156,18 +189,24 @@ void measure_impl(benchmark::State& state, const std::function<void()>& work, Tr
     return;
   }
   set_time_counters(state, seconds);
-  if (recheck != nullptr) state.counters["recheck"] = 1;
-  if (traffic.bytes > 0) {
-    const double ceiling_gbs = measured_copy_bandwidth_gbs();
-    const double floor_seconds = traffic.bytes / (kFloorMargin * ceiling_gbs * 1e9);
-    state.counters["floor_us"] = floor_seconds * 1e6;
-    if (median < floor_seconds) {
+  if (recheck != nullptr) {
+    state.counters["recheck"] = 1;
+    state.counters["audits"] = audits;
+  }
+  const double floor = floor_seconds(traffic);
+  if (floor > 0.0) {
+    state.counters["floor_us"] = floor * 1e6;
+    if (median < floor) {
       // median_us and floor_us stay in the report, so that the error can be read with them.
       state.SkipWithError(
-          "impossible time: faster than the physical floor (bytes moved / 1.25x the measured "
-          "copy rate): is the kernel doing its work on every call?");
+          "impossible time: faster than the physical floor (its bytes at 1.25x the measured "
+          "copy rate, or its flops at the card's peak rate): is the kernel doing its work on "
+          "every call?");
       return;
     }
+  }
+  if (traffic.bytes > 0) {
+    const double ceiling_gbs = measured_copy_bandwidth_gbs();
     const double gbs = traffic.bytes / median / 1e9;
     state.counters["GB/s"] = gbs;
     state.counters["%copy"] = 100.0 * gbs / ceiling_gbs;

@@ -75,8 +75,31 @@ const DeviceFacts& device_facts(int device) {
     facts.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
     facts.global_mem_bytes = p.totalGlobalMem;
     facts.memory_bus_bits = p.memoryBusWidth;
+    COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&facts.sm_clock_khz, cudaDevAttrClockRate, device));
   });
   return facts;
+}
+
+double peak_flops_per_second(Math math, const DeviceFacts& f) {
+  // FLOP per clock per SM: {float32 FMA, 16-bit tensor, 8-bit tensor}, dense. Architectures the
+  // table does not know get the largest figures of any: a floor that is too low rejects
+  // nothing honest.
+  struct Rates {
+    int major, minor;
+    double fp32, tensor16, tensor8;
+  };
+  static constexpr Rates kRates[] = {
+      {8, 0, 128, 2048, 2048},  // A100: no 8-bit tensor path of its own: 16-bit rate
+      {8, 6, 256, 1024, 1024}, {8, 7, 256, 1024, 1024},
+      {8, 9, 256, 1024, 2048}, {9, 0, 256, 4096, 8192},
+  };
+  Rates r{0, 0, 256, 8192, 16384};
+  for (const Rates& k : kRates)
+    if (k.major == f.cc_major && k.minor == f.cc_minor) r = k;
+  const double per_clock = math == Math::kSimtFp32   ? r.fp32
+                           : math == Math::kTensor16 ? r.tensor16
+                                                     : r.tensor8;
+  return per_clock * f.sm_count * f.sm_clock_khz * 1e3;
 }
 
 std::string describe(const DeviceFacts& f) {

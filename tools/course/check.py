@@ -188,7 +188,8 @@ def record(m: Manifest, lab: Lab, out: CheckOutcome, variant: str = "lab") -> st
         "seconds": round(out.seconds, 2),
         "gpu": out.gpu,
         "no_gpu_reason": out.no_gpu_reason,
-        "totals": {"passed": t.passed, "failed": t.failed, "skipped": t.skipped},
+        "totals": {"passed": t.passed, "failed": t.failed - t.counts[R.NOT_RUN],
+                   "not_run": t.counts[R.NOT_RUN], "skipped": t.skipped},
         "build_message": out.build_message,
         "cases": [c.to_json() for c in out.cases],
     }

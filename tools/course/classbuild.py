@@ -18,7 +18,7 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 from . import submission
 from .manifest import Lab, Manifest
@@ -159,7 +159,8 @@ def _run(argv: List[str], cwd: str, timeout: float) -> Tuple[int, str]:
 def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: str,
               log_path: str, *, folder: str = "", display: str = "",
               sandbox: Optional[List[str]] = None, source_dir: str = "",
-              hidden: Iterable[str] = ()) -> DayBuild:
+              hidden: Iterable[str] = (),
+              object_check: Optional[Callable[[str], List[str]]] = None) -> DayBuild:
     """Compiles `kernel` and links the day's test and benchmark programs.
 
     The student's file is read once (a link or a path outside the student's `folder` is
@@ -167,7 +168,9 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
     into out_dir, so that no file of the student's folder shadows lab.h or a harness header. The
     compiler runs behind `sandbox` (sandbox.py: the solutions, the class build, the other
     students and the grader's output are not there); the files it read (-MD) are checked too.
-    Messages name the student's file (`display`), never the grader's copy."""
+    `object_check(object)` (objcheck.py) runs on the compiled object before anything is linked:
+    a problem refuses the day. Messages name the student's file (`display`), never the grader's
+    copy."""
     import time  # noqa: PLC0415
 
     from . import objcheck  # noqa: PLC0415
@@ -228,6 +231,11 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
         tmp = f"{cached}.tmp.{os.getpid()}"
         shutil.copyfile(obj, tmp)
         os.replace(tmp, cached)
+    if object_check is not None:
+        problems = object_check(obj)
+        if problems:
+            log.append("\n".join(problems))
+            return finish("refused")
     for kind, template in (("tests", cmds.link_tests), ("bench", cmds.link_bench)):
         output = os.path.join(out_dir, f"{lab.day}_lab_{kind}")
         argv = _fill(template, kernel_lib=obj, output=output)

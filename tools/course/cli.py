@@ -340,7 +340,7 @@ def cmd_sanitize(args) -> int:
         print("skipped: compute-sanitizer is not installed here (it comes with the CUDA "
               "toolkit); nothing was checked")
         return sass.SKIP
-    from . import runner  # noqa: PLC0415
+    from . import runner, sandbox  # noqa: PLC0415
     grading = m.grading or {}
     graded = bool(grading.get("verify")) and args.variant == "lab"
     listed = lab.solution.tests if graded else program
@@ -349,7 +349,8 @@ def cmd_sanitize(args) -> int:
     report_r, report_w = os.pipe()
     events_r, events_w = os.pipe()
     env = dict(os.environ, COURSE_EVENTS_FD=str(events_w))
-    prefix = list(grading.get("sandbox") or []) if graded else []
+    # The checker sets its own variables; the graded runs' decoys of them go (sandbox.py).
+    prefix = sandbox.without_decoys(list(grading.get("sandbox") or [])) if graded else []
     if prefix and prefix[-1] == "--":  # the sandbox clears the environment: as the runner does
         prefix[-1:] = [a for k in ("COURSE_EVENTS_FD", "COURSE_SEED") if k in env
                        for a in ("--setenv", k, env[k])] + ["--"]
@@ -458,7 +459,7 @@ def cmd_grade(args) -> int:
                          bench=not args.no_bench, days=days, test_timeout=args.test_timeout,
                          regrade=args.regrade, ctest_jobs=args.ctest_jobs,
                          sanitize_seconds=args.sanitize_timeout, use_sandbox=not args.no_sandbox,
-                         submissions=args.submissions)
+                         submissions=args.submissions, object_check=not args.no_object_check)
     try:
         return grade.grade_class(m, args.submissions, opts, only=only, merge=not args.no_merge)
     except classbuild.ClassBuildError as e:
@@ -531,6 +532,10 @@ def _skip_reason_of(output: str) -> str:
     for i, l in enumerate(lines):  # a GoogleTest program run by ctest directly
         if l.endswith(": Skipped") and i + 1 < len(lines):
             return R.skip_reason(lines[i + 1])
+    for l in reversed(lines):  # tools/unittest_run.py: "3 passed, 11 skipped (not passed): ..."
+        m = re.search(r"skipped \(not passed\): \d+ because (.*?)(;|$)", l)
+        if m:
+            return R.skip_reason(m.group(1))
     return "it skipped itself"
 
 
@@ -606,6 +611,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-sandbox", action="store_true",
                    help="run the students' programs without the sandbox (trusting every "
                    "submission; the reports say so): only where bubblewrap cannot run")
+    g.add_argument("--no-object-check", action="store_true",
+                   help="skip the early check of each compiled kernel.cu (what it defines, "
+                   "calls and includes): only to test that the grader's other defences hold "
+                   "without it (tests/grading/attacks.py)")
     g.add_argument("--only-index", type=int, help="grade only the N-th student (0-based, in "
                    "name order): one Slurm array task")
     g.add_argument("--no-merge", action="store_true", help="do not write the class files "

@@ -1,10 +1,13 @@
 """`course leaderboard <paths...>`: leaderboards from graded benchmark runs (docs/leaderboards.md).
 
-`course grade` times a student's day only after all of that day's tests passed, with inputs from
-a seed the student does not know, and writes the benchmark program's Google Benchmark JSON to
-<grade-out>/students/<student>/bench-dNN.json, with course_* entries in its "context". This
-module reads those files (or any files and folders of them), decides which timed rows may enter
-a board and says why every other one may not, and writes three files:
+`course grade` times a student's day only after all of that day's tests passed, judges every
+timed row itself against the reference solution's rows and physical floors (grade.judge_rows),
+and writes what it decided to <grade-out>/students/<student>/bench-dNN.json: Google Benchmark's
+shape, a row that may not be ranked carrying the reason as its error, "course_judged": "grader"
+in its context. The student's program never writes there (its sandbox cannot see the grader's
+output). This module reads those files (or any files and folders of them: in a folder, the
+files named bench-dNN.json), ranks the rows the grader ranked, says why every other one is not
+ranked, and writes three files:
 
   leaderboard.md    a table per board, then the students not ranked and why
   leaderboard.html  the same, one self-contained page (inline CSS, no external anything)
@@ -54,6 +57,13 @@ REASON_SEED = "the inputs did not come from a secret seed"
 REASON_RECHECK = "the timed output was not re-checked"
 REASON_NO_TIME = "no valid time (median_us missing or not positive)"
 REASON_IMPOSSIBLE = "impossible: faster than the physical floor"
+REASON_NOT_JUDGED = ("not judged by the grader: a time reported by the student's own program is "
+                     "never ranked (grade the class with course grade)")
+JUDGED = "grader"  # context course_judged of the files course grade writes
+# In a folder, only the grader's benchmark files are read: students/<student>/bench-dNN.json,
+# never what sits in a student's sandbox, raw output or the reference's folder.
+BENCH_FILE = re.compile(r"^bench-d\d\d\.json$")
+SKIPPED_FOLDERS = {"sandbox", "raw", "reference", "test-results", "build", "ctest", "cache"}
 
 
 # ------------------------------------------------------------------------------- entries
@@ -141,6 +151,10 @@ def _fmt_value(v: str) -> str:
 
 def judge(row: B.Row, raw: dict, context: Dict[str, str], ceiling: Optional[float]) -> List[str]:
     """Every reason why this timed row may not be ranked ([] when it may)."""
+    if context.get("course_judged") != JUDGED:
+        return [REASON_NOT_JUDGED]
+    if raw.get("error_occurred"):  # the grader's reason, verbatim
+        return [clean_text(raw.get("error_message", "") or row.error) or REASON_ERROR]
     reasons = []
     if raw.get("error_occurred"):
         message = clean_text(raw.get("error_message", "") or row.error)
@@ -148,11 +162,7 @@ def judge(row: B.Row, raw: dict, context: Dict[str, str], ceiling: Optional[floa
     tests = context.get("course_tests", "")
     if tests != "passed":
         reasons.append(f"{REASON_TESTS} (course_tests: {_fmt_value(tests)})")
-    seed = context.get("course_seed", "")
-    if seed != "secret":
-        reasons.append(f"{REASON_SEED} (course_seed: {_fmt_value(seed)})")
-    if raw.get("error_occurred"):
-        return reasons  # never timed: there is no time to judge
+
     if row.counters.get("recheck") != 1:
         reasons.append(REASON_RECHECK)
     median = row.median_us
@@ -177,7 +187,8 @@ def judge(row: B.Row, raw: dict, context: Dict[str, str], ceiling: Optional[floa
 
 def find_json(paths: Iterable[str]) -> Tuple[List[Tuple[str, str]], List[str]]:
     """The JSON files to read: (path, folder it was found in, "" when named itself), and the
-    paths that could not be searched, in words. Folders are searched recursively for *.json."""
+    paths that could not be searched, in words. Folders are searched recursively for the
+    grader's bench-dNN.json files (not in a student's sandbox or raw output)."""
     found: List[Tuple[str, str]] = []
     problems: List[str] = []
     seen = set()
@@ -194,9 +205,9 @@ def find_json(paths: Iterable[str]) -> Tuple[List[Tuple[str, str]], List[str]]:
                 problems.append(f"{e.filename or top}: cannot search this folder ({e.strerror})")
 
             for root, dirs, files in os.walk(p, onerror=failed):
-                dirs.sort()
+                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
                 for name in sorted(files):
-                    if name.lower().endswith(".json"):
+                    if BENCH_FILE.match(name):
                         add(os.path.join(root, name), p)
         elif os.path.exists(p):
             add(p, "")
@@ -695,8 +706,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not found:
         for line in problems:
             print(f"course leaderboard: {line}", file=sys.stderr)
-        print("course leaderboard: no JSON files found in " + ", ".join(args.paths),
-              file=sys.stderr)
+        print("course leaderboard: no graded benchmark runs in " + ", ".join(args.paths)
+              + " (course grade writes students/<student>/bench-dNN.json for each day it timed: "
+              "was the class graded with benchmarks, on a GPU?)", file=sys.stderr)
         return EXIT_USAGE
     entries, more = read_all(found)
     problems += more
@@ -707,8 +719,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _say(markdown(boards, problems, generated, headline_only=True))
         what = " ".join(x for x in (f"--lab {lab}" if lab else "",
                                     f"--gpu {args.gpu}" if args.gpu else "") if x)
-        _say(f"\nNo eligible run in {len(found)} JSON files{' with ' + what if what else ''}: "
-             "nothing written.\n")
+        _say(f"\nNo eligible run in {plural(len(found), 'graded benchmark file')}"
+             f"{' with ' + what if what else ''}: nothing written.\n")
         return EXIT_NOTHING_RANKED
     paths = [os.path.join(out_dir, n) for n in OUTPUT_NAMES]
     try:

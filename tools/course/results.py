@@ -155,14 +155,15 @@ class Tally:
         return sum(self.counts.values())
 
     def summary(self) -> str:
-        """'196 passed, 2 failed (1 crashed), 769 skipped: no GPU here (...)'."""
+        """'196 passed, 2 failed (1 crashed), 3 not run, 769 skipped: no GPU here (...)'. A test
+        that could not run is counted apart from one that failed (both are not passed)."""
         parts = [f"{self.passed} passed"]
-        if self.failed:
-            detail = [f"{self.counts[o]} {LABELS[o].lower()}" for o in (CRASHED, TIMED_OUT, NOT_RUN)
-                      if self.counts[o]]
-            parts.append(f"{self.failed} failed" + (f" ({', '.join(detail)})" if detail else ""))
-        else:
-            parts.append("0 failed")
+        failed = self.failed - self.counts[NOT_RUN]
+        detail = [f"{self.counts[o]} {LABELS[o].lower()}" for o in (CRASHED, TIMED_OUT)
+                  if self.counts[o]]
+        parts.append(f"{failed} failed" + (f" ({', '.join(detail)})" if detail else ""))
+        if self.counts[NOT_RUN]:
+            parts.append(f"{self.counts[NOT_RUN]} not run")
         if self.skipped:
             reasons = "; ".join(f"{n} {r}" if len(self.skip_reasons) > 1 else r
                                 for r, n in sorted(self.skip_reasons.items(), key=lambda x: -x[1]))

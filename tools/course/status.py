@@ -12,7 +12,7 @@ from . import report
 from .manifest import Lab, Manifest
 
 STATES = {
-    "not started": "never checked, or kernel.cu is the untouched starter",
+    "not started": "never checked",
     "failing": "the last check did not build, or a test or check failed",
     "passing": "the last check ran every test and all passed",
     "compiled (no GPU)": "the code builds and what could run passed, but the GPU tests were "
@@ -34,10 +34,12 @@ def untouched(m: Manifest, lab: Lab) -> Optional[bool]:
 
 
 def state_of(record: Optional[dict], pristine: Optional[bool]) -> str:
+    """A day's state from its last check: a day checked and failing is "failing" even when its
+    kernel.cu is still the starter (it is started: the check says what to do first)."""
     verdict = (record or {}).get("verdict")
     if verdict == "passed":
         return "passing"
-    if record is None or pristine:
+    if record is None:
         return "not started"
     if verdict in ("skipped", "partial"):
         return "compiled (no GPU)"
@@ -73,7 +75,8 @@ def render(m: Manifest, tool: str) -> str:
                 last = f"{when}, did not build"
             else:
                 last = (f"{when}, {t.get('passed', 0)} passed, {t.get('failed', 0)} failed, "
-                        f"{t.get('skipped', 0)} skipped")
+                        + (f"{t['not_run']} not run, " if t.get("not_run") else "")
+                        + f"{t.get('skipped', 0)} skipped")
             if rec.get("kernel", {}).get("fingerprint") != C.fingerprint(lab.lab.source):
                 notes.append(f"{lab.day}: kernel.cu changed since its last check: "
                              f"`{tool} check {lab.day}`")

@@ -69,6 +69,16 @@ def _fold(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
+def _dirname(name: str) -> str:
+    """The student's folder in the grader's output: the id itself when it is plain ASCII that
+    every tool takes in a path (nvcc's fatbinary does not take a comma, for one), else the id's
+    plain characters and a hash of the whole id, which no other id shares."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]*", name):
+        return name
+    plain = re.sub(r"[^A-Za-z0-9._@+-]+", "_", name).strip("._")[:40]
+    return f"{plain or 'student'}~{hashlib.sha1(name.encode('utf-8')).hexdigest()[:10]}"
+
+
 def roster(submissions: str) -> Tuple[List[Student], List[Tuple[str, str]]]:
     """The students of a submissions folder, sorted by id, and the entries that are not graded
     with the reason. Two ids that a case-insensitive or Unicode-normalising file system would
@@ -86,14 +96,15 @@ def roster(submissions: str) -> Tuple[List[Student], List[Tuple[str, str]]]:
             skipped.append((name, "a hidden folder (its name starts with '.'): rename it to "
                                   "grade it"))
         else:
-            students.append(Student(student_id(name), os.path.abspath(path), name))
+            students.append(Student(student_id(name), os.path.abspath(path), _dirname(name)))
     folds: Dict[str, List[Student]] = {}
     for st in students:
         folds.setdefault(_fold(st.id), []).append(st)
     for group in folds.values():
-        if len(group) > 1:
+        if len(group) > 1:  # "Ana" and "ana": one folder on a case-insensitive file system
             for st in group:
-                st.dirname = f"{st.id}~{hashlib.sha1(st.id.encode('utf-8')).hexdigest()[:8]}"
+                if "~" not in st.dirname:
+                    st.dirname = f"{st.dirname}~{hashlib.sha1(st.id.encode('utf-8')).hexdigest()[:10]}"
     return students, skipped
 
 
