@@ -79,7 +79,7 @@ std::int64_t sequence_length(const PageTable& table, int page_size, int b);
 // not 64 or 128), num_qo_heads not a positive multiple of num_kv_heads, a batch < 1, an indptr
 // of the wrong size, not starting at 0, decreasing, or not ending at page_indices.size(), a
 // sequence with no page, a page index < 0 or >= num_pages, a last_page_len outside
-// 1 .. page_size.
+// 1 .. page_size, a sequence of 2^31 tokens or more.
 void validate_decode(const CacheShape& shape, const PageTable& table, int num_qo_heads);
 
 // The page table, validated and on the device: made only by upload_paged_kv(), read-only after
