@@ -1,9 +1,40 @@
-// Day 5 tests. Each suite is one exercise of README.md; each test runs in its own process.
+// Day 5 tests. Each suite is one exercise of README.md.
+//
+// What a kernel of this day can get wrong, and the test that sees it:
+//   - row lengths that are not a multiple of the warp, the block or the vector width (1, 31, 33,
+//     257, 1000, 4099, 32771, 100003), the register buckets' edges (2048, 2049) and the
+//     streaming path past them: *Softmax.MatchesTheReferenceOnRandomRows, BlockSoftmaxBlockSizes
+//   - padding lanes that are not -inf (a max of 0 for negative rows), a missing max subtraction
+//     (overflow), -inf masks, NaN and +inf rows: *SoftmaxValues.* (huge, masked, non-finite)
+//   - a store past a row's end or past the last row: the guard after y that every softmax test
+//     checks (expect_softmax_matches), and memcheck (graded on Day 5) for loads past the end
+//   - the block reductions: a barrier missing between the partials' write and read, or the max
+//     and the sum sharing one partials array (a race): racecheck (graded on Day 5) and the
+//     BlockSoftmax tests when it shows; block sizes of 32, 96, 256 and 1024 threads:
+//     BlockSoftmaxBlockSizes
+//   - pointers not 16-byte aligned on the 16-byte path: *SoftmaxValues.WorksWhenPointersAreNot
+//     AlignedTo16Bytes
+//   - rounding toward zero (float16, bfloat16): *SoftmaxRounding
+//   - the compaction: the count (elements past n voting keep, n = 0), the order (stable),
+//     stores past the count, the block-offset scan across more than 1024 blocks without its
+//     barrier (a race): *Compaction, *CompactionOrder, *CompactionManyBlocks (and racecheck)
+//   - key counting: the leader of a match group, keys out of range, counts not cleared first,
+//     the contended all-equal case: MatchKeyCounting, MatchKeyCountingTwice
+//   - an index or offset in 32 bits (row * cols, input index, output position, key index):
+//     *LargeIndex (just over 2^31 elements)
+//   - the launchers' limits (rows, cols >= 0, cols <= 2^30, rows < 2^31, block_threads 0 or a
+//     multiple of 32 in [32, 1024], n >= 0, n < 2^32 and bins > 0 for the counts): just outside
+//     throws, just inside works: *Limits
+//
+// What the tests read back from the code under test (device results, the count a compaction
+// returns, exceptions) goes through an observation (course/observe.h), so that the grader can
+// judge the student's values in the reference program.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -22,6 +53,22 @@ namespace {
 using course::DeviceBuffer;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Poisoned elements after the end of every softmax output, which must keep their poison.
+constexpr std::size_t kGuard = 64;
+
+void sync() { COURSE_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+// The call must throw course::InvalidArgument (lab.h: every function checks its arguments). What
+// it did is observed, so that the grader judges the student's launcher. The launchers are given
+// (but for what their TODOs ask): a student who changes one must keep its checks.
+void expect_rejected(const std::function<void()>& call, const std::string& what, const char* why) {
+  const course::Thrown t = course::observed_throw<course::InvalidArgument>(call, "rejected call");
+  EXPECT_TRUE(t.threw) << what << " must throw course::InvalidArgument (" << why
+                       << "): keep the given launcher's course::require. It "
+                       << (t.threw_other ? "threw another exception: " + t.what
+                                         : std::string("threw nothing"));
+}
 
 // =============================================================================================
 // Softmax (exercises 1-3)
@@ -50,11 +97,12 @@ void call_softmax(Variant variant, const T* x, T* y, Shape s, int block_threads)
 
 // Runs the softmax on x (uploaded `misalign` elements past the start of an allocation, so that
 // misalign = 1 gives pointers that are not 16-byte aligned) into a poisoned y, and compares y
-// with the float64 reference computed from the very values the GPU saw.
+// with the float64 reference computed from the very values the GPU saw; the kGuard elements
+// after y must keep their poison.
 template <class T>
 void expect_softmax_matches(Variant variant, const std::vector<T>& x, Shape s,
                             std::size_t misalign = 0, int block_threads = 0) {
-  DeviceBuffer<T> dx(x.size() + misalign), dy(x.size() + misalign);
+  DeviceBuffer<T> dx(x.size() + misalign), dy(x.size() + misalign + kGuard);
   dx.upload(x, misalign);
   dy.poison();
   call_softmax(variant, dx.data() + misalign, dy.data() + misalign, s, block_threads);
@@ -70,6 +118,15 @@ void expect_softmax_matches(Variant variant, const std::vector<T>& x, Shape s,
       course::reference::softmax_rows(course::as_doubles(x), static_cast<std::size_t>(s.rows),
                                       static_cast<std::size_t>(s.cols)),
       options);
+  const std::vector<T> guard = dy.read_back(misalign + x.size(), kGuard);
+  for (std::size_t k = 0; k < kGuard; ++k)
+    if (!course::DType<T>::is_poison(guard[k])) {
+      ADD_FAILURE() << "y[" << x.size() + k << "] was written, past the end of the "
+                    << shape_name(s) << " output (" << options.what
+                    << "): a thread stored a vector or element past its row's end. Store only "
+                    << "what lies inside the row (the vectors load_row loaded).";
+      break;
+    }
 }
 
 // Logits spread over [-8, 8): the largest entry of a row dominates but does not swamp the rest.
@@ -195,6 +252,32 @@ TEST_P(WarpSoftmaxValues, WorksWhenPointersAreNotAlignedTo16Bytes) {
 INSTANTIATE_TEST_SUITE_P(Shapes, WarpSoftmaxValues, ::testing::ValuesIn(kRegisterShapes),
                          shape_param_name);
 
+class WarpSoftmaxLimits : public course::GpuTest {};
+
+TEST_F(WarpSoftmaxLimits, RejectsShapesOutsideTheLimits) {
+  // The launcher's limits: rows, cols >= 0; cols <= 2^30 (column indices are int inside a row);
+  // rows < 2^31 (one warp per row). An empty matrix needs no pointer; 1 x 1 is the first shape
+  // inside that does work (y = 1).
+  DeviceBuffer<float> x(4), y(4);
+  const auto call = [&](std::int64_t rows, std::int64_t cols) {
+    return [&x, &y, rows, cols] { d05::softmax_1_warp_per_row(x.data(), y.data(), rows, cols); };
+  };
+  expect_rejected(call(-1, 4), "softmax_1_warp_per_row(rows = -1)", "rows must be >= 0");
+  expect_rejected(call(1, -1), "softmax_1_warp_per_row(cols = -1)", "cols must be >= 0");
+  expect_rejected(call(1, (std::int64_t{1} << 30) + 1), "softmax_1_warp_per_row(cols = 2^30 + 1)",
+                  "cols must be <= 2^30");
+  expect_rejected(call(std::int64_t{1} << 31, 1), "softmax_1_warp_per_row(rows = 2^31)",
+                  "rows must be < 2^31");
+  COURSE_EXPECT_NO_THROW(
+      d05::softmax_1_warp_per_row(static_cast<const float*>(nullptr), nullptr, 0, 4));
+  COURSE_EXPECT_NO_THROW(
+      d05::softmax_1_warp_per_row(static_cast<const float*>(nullptr), nullptr, 4, 0));
+  sync();
+  if (HasFailure()) return;
+  const Shape one{1, 1};
+  expect_softmax_matches(Variant::kWarpPerRow, random_logits<float>(one, 9), one);
+}
+
 // ---------------------------------------------------------------- Exercise 2
 COURSE_POINTS(LongRowWarpSoftmax, 10);
 
@@ -281,6 +364,29 @@ INSTANTIATE_TEST_SUITE_P(Sizes, BlockSoftmaxBlockSizes,
                                   std::to_string(std::get<1>(info.param)) + "cols";
                          });
 
+class BlockSoftmaxLimits : public course::GpuTest {};
+
+TEST_F(BlockSoftmaxLimits, RejectsBlockSizesOutsideTheLimits) {
+  // lab.h: block_threads = 0 (the launcher chooses) or a multiple of 32 in [32, 1024]. 16, 48,
+  // 1056 and -32 are just outside; 32 and 1024 the first values inside.
+  DeviceBuffer<float> x(4), y(4);
+  for (const int threads : {16, 48, 1056, -32})
+    expect_rejected([&] { d05::softmax_2_block_per_row(x.data(), y.data(), 1, 4, threads); },
+                    "softmax_2_block_per_row(block_threads = " + std::to_string(threads) + ")",
+                    "block_threads must be 0 or a multiple of 32 in [32, 1024]");
+  expect_rejected([&] { d05::softmax_2_block_per_row(x.data(), y.data(), -1, 4); },
+                  "softmax_2_block_per_row(rows = -1)", "rows must be >= 0");
+  COURSE_EXPECT_NO_THROW(
+      d05::softmax_2_block_per_row(static_cast<const float*>(nullptr), nullptr, 0, 4));
+  sync();
+  if (HasFailure()) return;
+  const Shape s{2, 33};
+  for (const int threads : {32, 1024}) {
+    expect_softmax_matches(Variant::kBlockPerRow, random_logits<float>(s, 10), s, 0, threads);
+    if (HasFailure()) return;
+  }
+}
+
 // =============================================================================================
 // Stream compaction (exercises 4-5)
 
@@ -301,8 +407,8 @@ void expect_compaction_matches(CompactFn compact, const char* todo, const std::v
   const std::size_t n = x.size();
   DeviceBuffer<float> dx(x), dout(n);
   dout.poison();
-  const std::int64_t count =
-      compact(dx.data(), static_cast<std::int64_t>(n), threshold, dout.data());
+  const std::int64_t count = course::observed(
+      compact(dx.data(), static_cast<std::int64_t>(n), threshold, dout.data()), "count");
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   const auto expected = course::reference::compact_greater(course::as_doubles(x), threshold);
   ASSERT_NE(count, -1) << "the compaction returned -1, the launcher's 'not computed' value: the "
@@ -394,6 +500,28 @@ TEST_F(BallotCompactionManyBlocks, KeepsTheElementsAboveTheThresholdPastOneScanC
                                    Keep::kHalf);
 }
 
+// The launcher's limit (n >= 0), then the empty input: nothing to keep, count 0, no pointer.
+void expect_compaction_limits(CompactFn compact, const char* name, const char* todo) {
+  DeviceBuffer<float> x(4), out(4);
+  expect_rejected([&] { compact(x.data(), -1, 0.0f, out.data()); }, std::string(name) + "(n = -1)",
+                  "n must be >= 0");
+  const std::int64_t count = course::observed(compact(nullptr, 0, 0.0f, nullptr), "count");
+  sync();
+  EXPECT_EQ(count, 0) << name << " of n = 0 elements returned " << count
+                      << ": nothing is kept, so the count is 0"
+                      << (count == -1 ? std::string(" (-1: the scan kernel never wrote the total; "
+                                                    "it must run, and write 0, even with no "
+                                                    "blocks to scan: ") +
+                                            todo + ")"
+                                      : std::string());
+}
+
+class BallotCompactionLimits : public course::GpuTest {};
+
+TEST_F(BallotCompactionLimits, RejectsANegativeSizeAndCountsAnEmptyInputAsZero) {
+  expect_compaction_limits(d05::compact_1_ballot, "compact_1_ballot", "TODO(d05.4)");
+}
+
 // ---------------------------------------------------------------- Exercise 5
 COURSE_POINTS(CooperativeGroupsCompaction, 10);
 
@@ -421,6 +549,13 @@ class CooperativeGroupsCompactionManyBlocks : public course::GpuTest {};
 TEST_F(CooperativeGroupsCompactionManyBlocks, KeepsTheElementsAboveTheThresholdPastOneScanChunk) {
   expect_random_compaction_matches(d05::compact_2_cooperative_groups, "TODO(d05.5)",
                                    kCompactManyBlocks, Keep::kHalf);
+}
+
+class CooperativeGroupsCompactionLimits : public course::GpuTest {};
+
+TEST_F(CooperativeGroupsCompactionLimits, RejectsANegativeSizeAndCountsAnEmptyInputAsZero) {
+  expect_compaction_limits(d05::compact_2_cooperative_groups, "compact_2_cooperative_groups",
+                           "TODO(d05.5)");
 }
 
 // =============================================================================================
@@ -511,6 +646,33 @@ TEST_F(MatchKeyCountingTwice, OverwritesTheCountsInsteadOfAddingToThem) {
   COURSE_EXPECT_MATCH(counts.read_back(), course::reference::count_keys(keys, bins), options);
 }
 
+class MatchKeyCountingLimits : public course::GpuTest {};
+
+TEST_F(MatchKeyCountingLimits, RejectsNoBinsAndTooManyKeysAndClearsForNoKeys) {
+  // lab.h's limits: bins > 0 and n in [0, 2^32) (the counts are uint32), counts never null.
+  // bins = 0, n = -1 and n = 2^32 are just outside (nothing is read: the check comes first).
+  // n = 0 is inside: no key, so every count is 0, and counts must be cleared all the same.
+  DeviceBuffer<std::int32_t> keys(4);
+  DeviceBuffer<std::uint32_t> counts(3);
+  expect_rejected([&] { d05::count_keys_1_match(keys.data(), 4, counts.data(), 0); },
+                  "count_keys_1_match(bins = 0)", "bins must be > 0");
+  expect_rejected([&] { d05::count_keys_1_match(keys.data(), -1, counts.data(), 3); },
+                  "count_keys_1_match(n = -1)", "n must be >= 0");
+  expect_rejected(
+      [&] { d05::count_keys_1_match(keys.data(), std::int64_t{1} << 32, counts.data(), 3); },
+      "count_keys_1_match(n = 2^32)", "n must be < 2^32: the counts are uint32");
+  expect_rejected([&] { d05::count_keys_1_match(keys.data(), 4, nullptr, 3); },
+                  "count_keys_1_match(counts = nullptr)", "counts must not be null");
+  counts.poison();
+  d05::count_keys_1_match(nullptr, 0, counts.data(), 3);
+  sync();
+  course::CompareOptions options;
+  options.what =
+      "counts of n = 0 keys (every bin 0: clear counts before anything else, even "
+      "with no key to count; TODO d05.6b)";
+  COURSE_EXPECT_MATCH(counts.read_back(), std::vector<double>(3, 0.0), options);
+}
+
 // =============================================================================================
 // 64-bit indices (the *LargeIndex suites): inputs of just over 2^31 elements, where a flat index
 // (row * cols + c, a compaction's input index or output position) wraps if any part of it is
@@ -590,7 +752,7 @@ void expect_large_compaction(CompactFn compact, const char* todo) {
     COURSE_CUDA_CHECK(
         cudaMemcpy(x.data() + i, &minus_three, sizeof(float), cudaMemcpyHostToDevice));
   course::poison_on_device(out.data(), n);
-  const std::int64_t count = compact(x.data(), n, -2.0f, out.data());
+  const std::int64_t count = course::observed(compact(x.data(), n, -2.0f, out.data()), "count");
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
   const auto expected = n - static_cast<std::int64_t>(dropped.size());
   ASSERT_NE(count, -1) << "the compaction returned -1, the launcher's 'not computed' value: the "
