@@ -4,12 +4,42 @@
 // output and the log-sum-exp with course/reference/attention.h, computed in float64 from the
 // values the GPU saw. Outputs are poisoned before every call, with guard elements after them.
 // PrefillHopper (the wgmma kernel) skips, saying why, on GPUs other than compute capability 9.0.
+// What the student's functions return on the host (tile ranges, swizzled chunks, descriptors, an
+// mbarrier timeout) reaches the assertions through course::observed / observed_throw, so that the
+// grader can replay it.
+//
+// What a kernel of this day can get wrong, and the test that sees it:
+//   - the key tiles a block visits and the first one it must mask (off by one at a tile edge, the
+//     causal diagonal, rows that see no key): KvTileRange (host, against brute force).
+//   - the swizzle (a chunk leaving its row, a bank conflict): SmemSwizzle (host).
+//   - a partial last tile of queries or keys (a missing zero fill, a bounds test, rows past the
+//     end stored): PrefillDense.HandlesEveryTileEdge (63, 64, 65, 127, 128, 129 rows: both key
+//     tile sizes, 64 and 128, and the 128-row query block), and the lengths 1, 17, 200, 300.
+//   - keys loaded past the end of K or V (no zero fill): the rows after K and V hold NaN, so a
+//     read past the last key reaches o (0 * NaN = NaN) in every test of prefill_1_mma.
+//   - a causal mask off by one, aligned top-left instead of bottom-right, applied to too few tiles
+//     or computed from the wrong row: PrefillCausal.MasksEveryDiagonalOffset (len_kv - len_q from
+//     -130 to 129 around 0 and every tile edge, two query blocks), AlignsTheDiagonalBottomRight,
+//     MatchesTheReferenceOnSquareSequences; PrefillHopper.MasksEveryDiagonalOffset.
+//   - rows with no visible key (o = 0, lse = -inf), whole blocks of them: GivesZeroAnd...,
+//     HandlesEmptySequences, and the negative offsets of MasksEveryDiagonalOffset.
+//   - head dims 64 and 128 (different key tiles, loops and registers): every GPU suite runs both
+//     (Hopper: 128 only).
+//   - lse in the wrong base, the wrong layout ([heads, total_q]) or without the max: lse is
+//     compared in every GPU test, with several heads.
+//   - a softmax without the running maximum, or without rescaling O when it grows:
+//     SurvivesLargeScores (scores up to ~100).
+//   - a row max over part of the quad (the mma layout): every GPU test.
+//   - grouped-query heads, packed batches: PrefillVarlen.
+//   - a K/V tile read before its copies landed, a stage overwritten while read (races):
+//     racecheck, and wrong results in the tests of many key tiles.
+//   - writes past o or lse: the guards of every GPU test.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <exception>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,7 +92,8 @@ d12::KvTileRange brute_force_range(int q0, int len_q, int len_kv, bool causal, i
 
 void expect_range(int q0, int len_q, int len_kv, bool causal, int block_m, int block_n,
                   const char* why) {
-  const d12::KvTileRange got = d12::kv_tile_range(q0, len_q, len_kv, causal, block_m, block_n);
+  const d12::KvTileRange got = course::observed(
+      d12::kv_tile_range(q0, len_q, len_kv, causal, block_m, block_n), "kv_tile_range");
   const d12::KvTileRange want = brute_force_range(q0, len_q, len_kv, causal, block_m, block_n);
   ASSERT_FALSE(got.tiles == -1 && got.first_masked == -1)
       << "kv_tile_range returned {-1, -1}: not written yet (TODO(d12.1))";
@@ -118,12 +149,23 @@ TEST(KvTileRange, MatchesABruteForceCountEverywhere) {
 // ---------------------------------------------------------------- Exercise 2: SmemSwizzle
 COURSE_POINTS(SmemSwizzle, 5);
 
+// swizzled_chunk(row, chunk, chunks) for rows 0 .. rows - 1 and every chunk, row by row.
+std::vector<int> swizzle_table(int chunks, int rows) {
+  std::vector<int> table;
+  for (int row = 0; row < rows; ++row)
+    for (int c = 0; c < chunks; ++c) table.push_back(d12::swizzled_chunk(row, c, chunks));
+  return course::observed(table, "swizzled_chunk table");
+}
+
 TEST(SmemSwizzle, KeepsEveryChunkInItsOwnRow) {
-  for (int chunks : {8, 16})
-    for (int row = 0; row < 64; ++row) {
+  constexpr int kRows = 64;
+  for (int chunks : {8, 16}) {
+    const auto table = swizzle_table(chunks, kRows);
+    ASSERT_EQ(table.size(), static_cast<std::size_t>(kRows * chunks));
+    for (int row = 0; row < kRows; ++row) {
       std::set<int> seen;
       for (int c = 0; c < chunks; ++c) {
-        const int at = d12::swizzled_chunk(row, c, chunks);
+        const int at = table[row * chunks + c];
         ASSERT_NE(at, -1) << "swizzled_chunk returned -1: not written yet (TODO(d12.2))";
         ASSERT_TRUE(at >= row * chunks && at < (row + 1) * chunks)
             << "chunk " << c << " of row " << row << " (" << chunks << " chunks per row) went to "
@@ -134,15 +176,19 @@ TEST(SmemSwizzle, KeepsEveryChunkInItsOwnRow) {
       ASSERT_EQ(static_cast<int>(seen.size()), chunks)
           << "two chunks of row " << row << " share a place: the swizzle must be a permutation";
     }
+  }
 }
 
 TEST(SmemSwizzle, SpreadsEightRowsOverEightBankGroups) {
-  for (int chunks : {8, 16})
-    for (int first_row = 0; first_row < 24; ++first_row)
+  constexpr int kFirstRows = 24;
+  for (int chunks : {8, 16}) {
+    const auto table = swizzle_table(chunks, kFirstRows + 8);
+    ASSERT_EQ(table.size(), static_cast<std::size_t>((kFirstRows + 8) * chunks));
+    for (int first_row = 0; first_row < kFirstRows; ++first_row)
       for (int c = 0; c < chunks; ++c) {
         std::set<int> groups;  // 16-byte position within the 128-byte bank cycle
         for (int row = first_row; row < first_row + 8; ++row) {
-          const int at = d12::swizzled_chunk(row, c, chunks);
+          const int at = table[row * chunks + c];
           ASSERT_NE(at, -1) << "swizzled_chunk returned -1: not written yet (TODO(d12.2))";
           groups.insert(at % 8);
         }
@@ -152,13 +198,17 @@ TEST(SmemSwizzle, SpreadsEightRowsOverEightBankGroups) {
             << " bank groups instead of 8: an ldmatrix reading them is a bank conflict "
             << "(lesson §5)";
       }
+  }
 }
 
 TEST(SmemSwizzle, IsTheXorOfTheRowIntoTheChunk) {
-  EXPECT_EQ(d12::swizzled_chunk(0, 5, 16), 5) << "row 0 is not permuted (5 ^ 0 = 5)";
-  EXPECT_EQ(d12::swizzled_chunk(3, 5, 16), 3 * 16 + (5 ^ 3)) << "row 3, chunk 5: 3 * 16 + (5 ^ 3)";
-  EXPECT_EQ(d12::swizzled_chunk(11, 12, 16), 11 * 16 + (12 ^ 3)) << "row 11 uses 11 % 8 = 3";
-  EXPECT_EQ(d12::swizzled_chunk(7, 0, 8), 7 * 8 + 7) << "row 7, chunk 0 of 8: 7 * 8 + (0 ^ 7)";
+  const auto at = [](int row, int chunk, int chunks) {
+    return course::observed(d12::swizzled_chunk(row, chunk, chunks), "swizzled_chunk");
+  };
+  EXPECT_EQ(at(0, 5, 16), 5) << "row 0 is not permuted (5 ^ 0 = 5)";
+  EXPECT_EQ(at(3, 5, 16), 3 * 16 + (5 ^ 3)) << "row 3, chunk 5: 3 * 16 + (5 ^ 3)";
+  EXPECT_EQ(at(11, 12, 16), 11 * 16 + (12 ^ 3)) << "row 11 uses 11 % 8 = 3";
+  EXPECT_EQ(at(7, 0, 8), 7 * 8 + 7) << "row 7, chunk 0 of 8: 7 * 8 + (0 ^ 7)";
 }
 
 // ---------------------------------------------------------------- Exercises 3-5: the kernel
@@ -202,6 +252,8 @@ std::vector<std::int32_t> prefix_sums(const std::vector<int>& lengths) {
   return cu;
 }
 
+constexpr int kNanRows = 128;  // rows of NaN after K and V (run_case)
+
 template <class T>
 void run_case(const Case& c, const std::string& todo) {
   SCOPED_TRACE(describe(c));
@@ -214,7 +266,16 @@ void run_case(const Case& c, const std::string& todo) {
   const auto v = course::random_uniform<T>(kv_elems, course::seed_for(3));
   const double scale = c.scale > 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.dim));
 
-  DeviceBuffer<T> dq(q), dk(k), dv(v);
+  // K and V are followed by a tile of rows of NaN: a kernel that loads a key or value row past
+  // the end instead of zero-filling it multiplies a NaN (even by a probability of 0) into o.
+  const T nan = course::from_double<T>(std::nan(""));
+  const std::size_t nan_elems = static_cast<std::size_t>(kNanRows) * c.kv_heads * c.dim;
+  const auto with_nan_rows = [&](const std::vector<T>& x) {
+    std::vector<T> out(x);
+    out.resize(x.size() + nan_elems, nan);
+    return out;
+  };
+  DeviceBuffer<T> dq(q), dk(with_nan_rows(k)), dv(with_nan_rows(v));
   DeviceBuffer<std::int32_t> dcu_q(cu_q), dcu_kv(cu_kv);
   Guarded<T> o(q_elems, 0);
   Guarded<float> lse(static_cast<std::size_t>(total_q) * c.heads, 0);
@@ -237,11 +298,9 @@ void run_case(const Case& c, const std::string& todo) {
   args.causal = c.causal;
   if (c.hopper) {
     d12::prefill_2_wgmma(args);
-    try {
-      d12::check_mbarrier_timeouts();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << e.what() << " (" << todo << ")";
-    }
+    const course::Thrown t = course::observed_throw<std::runtime_error>(
+        [] { d12::check_mbarrier_timeouts(); }, "check_mbarrier_timeouts");
+    if (t.threw || t.threw_other) ADD_FAILURE() << t.what << " (" << todo << ")";
   } else {
     d12::prefill_1_mma(args);
   }
@@ -328,6 +387,14 @@ TEST_P(PrefillDense, HandlesFewerOrMoreQueriesThanKeys) {
   check({{300}, {33}}, kDenseTodo);
   check({{129}, {1}}, kDenseTodo);
 }
+// One packed batch of every length around a tile edge: the key tiles of 64 (head dim 128) and
+// 128 rows (head dim 64), and the 128-row query block, each one row short, exact and one over.
+TEST_P(PrefillDense, HandlesEveryTileEdge) {
+  const std::vector<int> lengths{63, 64, 65, 127, 128, 129};
+  Case c{lengths, lengths};
+  c.heads = c.kv_heads = 1;
+  check(c, kDenseTodo + std::string(": the last, partial tile of queries or keys"));
+}
 // Scores up to ~100 (scale 1, |q| up to 8): exp(s) overflows float32 unless the running max is
 // subtracted, and the max changes from tile to tile, so O must be rescaled when it does.
 TEST_P(PrefillDense, SurvivesLargeScores) {
@@ -367,6 +434,30 @@ TEST_P(PrefillCausal, GivesZeroAndMinusInfinityToRowsWithNoKey) {
   c.len_q = {20};
   c.len_kv = {0};
   check(c, kCausalTodo + std::string(": no keys at all"));
+}
+// The causal diagonal at every offset that matters, in one packed batch: 130 queries (a block
+// of 128 and one of 2) against len_kv = 130 + offset keys, for offsets around 0 and around every
+// tile edge (64, 128 and a whole query block of 128): negative ones leave the first rows, or
+// whole blocks, without any key.
+std::vector<int> diagonal_offsets() {
+  return {-130, -129, -128, -127, -65, -64, -63, -1, 0, 1, 63, 64, 65, 127, 128, 129};
+}
+Case diagonal_offset_case() {
+  constexpr int kQueries = 130;
+  Case c;
+  for (int offset : diagonal_offsets()) {
+    c.len_q.push_back(kQueries);
+    c.len_kv.push_back(kQueries + offset);
+  }
+  c.heads = c.kv_heads = 1;
+  c.causal = true;
+  return c;
+}
+TEST_P(PrefillCausal, MasksEveryDiagonalOffset) {
+  check(diagonal_offset_case(),
+        kCausalTodo + std::string(": sequence b has len_kv - len_q = ") +
+            "-130, -129, -128, -127, -65, -64, -63, -1, 0, 1, 63, 64, 65, 127, 128, 129 for b = "
+            "0 .. 15; query i sees keys 0 .. i + len_kv - len_q");
 }
 TEST_P(PrefillCausal, SurvivesLargeScores) {
   Case c{{200}, {250}};
@@ -445,6 +536,13 @@ TEST_P(PrefillHopper, MatchesTheReferenceWithTheCausalMask) {
   c.len_kv = {100};
   check_hopper(c, ": rows with no visible key get o = 0 and lse = -inf");
 }
+TEST_P(PrefillHopper, MasksEveryDiagonalOffset) {
+  check_hopper(diagonal_offset_case(),
+               ": causal, len_kv - len_q = -130 .. 129 around 0 and every tile edge (sequences "
+               "0 .. 15, as PrefillCausal.MasksEveryDiagonalOffset)");
+  const std::vector<int> lengths{127, 128, 129};
+  check_hopper({lengths, lengths}, ": the last, partial tile of queries or keys");
+}
 TEST_P(PrefillHopper, SurvivesLargeScores) {
   Case c{{260}, {260}};
   c.q_range = 8.0;
@@ -468,15 +566,18 @@ INSTANTIATE_TEST_SUITE_P(Configs, PrefillHopper, ::testing::ValuesIn(kHopperConf
 // No GPU needed: the descriptor's bit fields (PTX ISA "Matrix Descriptor Format").
 TEST(PrefillHopperDescriptor, PutsEachFieldInItsBits) {
   const std::uint64_t swizzle_128b = std::uint64_t{1} << 62;
-  const std::uint64_t k_major = d12::wgmma_descriptor(0x12340, 16, 1024);
+  const auto descriptor = [](std::uint32_t address, std::uint32_t lbo, std::uint32_t sbo) {
+    return course::observed(d12::wgmma_descriptor(address, lbo, sbo), "wgmma_descriptor");
+  };
+  const std::uint64_t k_major = descriptor(0x12340, 16, 1024);
   ASSERT_NE(k_major, 0u) << "wgmma_descriptor returned 0: not written yet (TODO(d12.7a))";
   EXPECT_EQ(k_major, 0x1234u | std::uint64_t{1} << 16 | std::uint64_t{64} << 32 | swizzle_128b)
       << "address 0x12340 >> 4 in bits 0-13, 16 >> 4 = 1 in bits 16-29, 1024 >> 4 = 64 in bits "
          "32-45, 1 in bits 62-63 (128-byte swizzle) (lesson §9.3)";
-  EXPECT_EQ(d12::wgmma_descriptor(0x8000, 16384, 1024),
+  EXPECT_EQ(descriptor(0x8000, 16384, 1024),
             0x800u | std::uint64_t{1024} << 16 | std::uint64_t{64} << 32 | swizzle_128b)
       << "V's descriptor: a leading offset of 16 KiB (the other box) is 1024 in bits 16-29";
-  EXPECT_EQ(d12::wgmma_descriptor(0x40010, 16, 1024) & 0x3FFF, 1u)
+  EXPECT_EQ(descriptor(0x40010, 16, 1024) & 0x3FFF, 1u)
       << "each field is (x & 0x3FFFF) >> 4: an address past 18 bits wraps (0x40010 -> 1)";
 }
 
