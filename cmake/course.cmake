@@ -185,6 +185,17 @@ function(course_add_lab name)
                                    ${day}_lab_bench ${day}_solution_bench)
   add_custom_target(${day}_lab DEPENDS ${day}_lab_tests ${day}_lab_bench)
 
+  # The early check of each kernel.cu: what it includes, defines and calls (tools/course/
+  # objcheck.py; the grader refuses a day that fails it). Host only: it reads the objects.
+  foreach(variant lab solution)
+    add_test(NAME ${day}.${variant}.objcheck
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/bin/course _objcheck
+                     --manifest ${PROJECT_BINARY_DIR}/course_manifest.json --day ${day}
+                     --variant ${variant})
+    set_tests_properties(${day}.${variant}.objcheck PROPERTIES
+      LABELS "${day};${variant};host;objcheck" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+
   # No kernel may use local memory (spilled registers or arrays indexed at run time).
   course_add_sass_check(${name} no_local_memory
     WHAT "keep every value in registers: no local memory (LDL/STL), which is what spilled registers and arrays indexed at run time become"

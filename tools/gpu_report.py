@@ -115,6 +115,9 @@ def main():
             sass.setdefault((parts[0], parts[1]), []).append(t)
             if parts[1] == "solution" and t.status != R.PASSED:
                 problems.append(f"{t.name}: {t.status}: {first_line(t.output)}")
+        elif len(parts) == 3 and parts[2] == "objcheck" and t.status != R.PASSED:
+            # The starter and the solution both include, define and call only what they may.
+            problems.append(f"{t.name}: {t.status}: {first_line(t.output)}")
     harness = [t for t in junit if t.name.startswith("harness.")]
     for t in harness:
         if R.is_failure(t.status):

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from . import build, report
+from . import build, objcheck, report
 from . import results as R
 from . import sass, testrun
 from .manifest import Lab, Manifest
@@ -58,6 +58,31 @@ def decide(cases: List[R.Case]) -> str:
     return "passed"
 
 
+OBJECT_CHECK = "ObjectCheck.KernelCuDefinesCallsAndIncludesOnlyWhatItMay"
+
+
+def object_case(m: Manifest, lab: Lab, variant: str) -> R.Case:
+    """The early check of a kernel.cu and its compiled object (objcheck.py), as a case: what it
+    includes, defines and calls, against what the day's own solution and starter do. The grader
+    refuses a day that fails it; `course check` says so first."""
+    p = lab.programs(variant)
+    try:
+        with open(p.source, encoding="utf-8", errors="replace") as f:
+            problems = objcheck.include_problems(f.read(), testrun.display(m, p.source))
+        base = objcheck.baseline(lab.solution.kernel_lib, lab.lab.kernel_lib, lab.solution.tests)
+        problems += objcheck.check_object(p.kernel_lib, base)
+    except objcheck.ToolMissing as e:
+        return R.Case(OBJECT_CHECK, R.SKIPPED, message=f"{e}; nothing was checked", kind="host")
+    except (OSError, RuntimeError) as e:
+        return R.Case(OBJECT_CHECK, R.NOT_RUN, message=f"not run: {e}", kind="host")
+    if problems:
+        return R.Case(OBJECT_CHECK, R.FAILED, kind="host", message=(
+            "kernel.cu reaches for something a submission may not (docs/grading.md, \"What a "
+            "submission may do\"); the grader refuses the day until it is gone:\n"
+            + "\n".join(problems)))
+    return R.Case(OBJECT_CHECK, R.PASSED, kind="host")
+
+
 def run_check(m: Manifest, lab: Lab, *, variant: str = "lab", build_first: bool = True,
               verbose: bool = False, say=print) -> CheckOutcome:
     start = time.monotonic()
@@ -80,6 +105,9 @@ def run_check(m: Manifest, lab: Lab, *, variant: str = "lab", build_first: bool 
     disassembly: dict = {}
 
     def disassemble() -> None:
+        disassembly["object"] = object_case(m, lab, variant)
+        if not checks:
+            return
         try:
             disassembly["ok"] = sass.disassemble(lab.programs(variant).kernel_lib, m.cuobjdump,
                                                  os.path.join(m.binary_dir, "sass-cache"))
@@ -87,16 +115,16 @@ def run_check(m: Manifest, lab: Lab, *, variant: str = "lab", build_first: bool 
             disassembly["error"] = e
 
     worker = threading.Thread(target=disassemble)
-    if checks:
-        worker.start()
+    worker.start()
     cases: List[R.Case] = []
     gpu = reason = ""
     for group in testrun.GROUPS:
         run = testrun.run_group(m, lab, variant, group)
         cases += run.cases
         gpu, reason = gpu or run.gpu, reason or run.no_gpu_reason
+    worker.join()
+    cases.append(disassembly["object"])
     if checks:
-        worker.join()
         error = disassembly.get("error")
         if isinstance(error, sass.ToolMissing):
             cases += [R.Case(f"sass.{c.name}", R.SKIPPED, message=str(error), exercise=c.exercise,

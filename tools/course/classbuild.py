@@ -142,6 +142,7 @@ class DayBuild:
     log: str = ""  # the log file (compiler and linker output)
     seconds: float = 0.0
     cached: bool = False
+    problems: Optional[List[str]] = None  # why it was refused, in words (status refused)
 
 
 def _run(argv: List[str], cwd: str, timeout: float) -> Tuple[int, str]:
@@ -195,10 +196,12 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
     try:
         data = submission.read_kernel(kernel, folder or os.path.dirname(kernel))
     except OSError as e:
-        log.append(f"{display}: refused: {e}")
+        result.problems = [f"{display}: {e}"]
+        log.append(result.problems[0])
         return finish("refused")
     problems = objcheck.include_problems(data.decode("utf-8", "replace"), display)
     if problems:
+        result.problems = problems
         log.append("\n".join(problems))
         return finish("refused")
     with open(source, "wb") as f:
@@ -225,6 +228,7 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
             deps = []
         bad = objcheck.dependency_problems(deps, source_dir, hidden, source)
         if bad:
+            result.problems = bad
             log.append("\n".join(bad))
             return finish("refused")
         os.makedirs(cache_dir, exist_ok=True)
@@ -234,6 +238,7 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
     if object_check is not None:
         problems = object_check(obj)
         if problems:
+            result.problems = problems
             log.append("\n".join(problems))
             return finish("refused")
     for kind, template in (("tests", cmds.link_tests), ("bench", cmds.link_bench)):

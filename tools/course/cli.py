@@ -313,6 +313,15 @@ def cmd_sass_check(args) -> int:
     return {R.PASSED: 0, R.SKIPPED: sass.SKIP}.get(case.outcome, 1)
 
 
+def cmd_objcheck(args) -> int:
+    """ctest's dNN.<variant>.objcheck: the early check of the variant's kernel.cu (objcheck.py)."""
+    m = load(args.manifest)
+    lab = day_arg(m, args.day)
+    case = C.object_case(m, lab, args.variant)
+    print(f"{R.LABELS[case.outcome]}: {case.message or 'kernel.cu includes, defines and calls only what a submission may'}")
+    return {R.PASSED: 0, R.SKIPPED: sass.SKIP}.get(case.outcome, 1)
+
+
 def cmd_sanitize(args) -> int:
     """A graded compute-sanitizer run (ctest's dNN.lab.memcheck / racecheck): every GPU case of
     the day's program under the tool, with a time limit, but the serial suites (2^31 elements
@@ -625,7 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         help="see `course leaderboard --help`")
 
     internal = [("_run", cmd_run), ("_discover", cmd_discover), ("_sass", cmd_sass_check),
-                ("_sanitize", cmd_sanitize), ("_ctest-summary", cmd_ctest_summary)]
+                ("_sanitize", cmd_sanitize), ("_objcheck", cmd_objcheck),
+                ("_ctest-summary", cmd_ctest_summary)]
     for name, func in internal:
         sp = sub.add_parser(name)
         sp.set_defaults(func=func)

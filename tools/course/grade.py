@@ -516,8 +516,9 @@ def build_message(m: Manifest, lab: Lab, b: classbuild.DayBuild, display: str) -
     except OSError:
         log = ""
     if b.status == "refused":
+        why = "\n".join(b.problems or []) or log
         return (f"{display} was refused before it ran (docs/grading.md, \"What a submission may "
-                "do\"):\n" + whole(log))
+                "do\"):\n" + whole(why.replace(b.source, display)))
     from . import build  # noqa: PLC0415
     text = build.explain_failure(log, m, lab, "lab", student_file=display)
     return whole(text)
