@@ -2,6 +2,7 @@
 // (sampled, for the large ones) before anything is timed; GB/s counts the fewest bytes the
 // operation must move, as bench.h says, and %copy compares that rate with the read + write rate
 // of a large device-to-device copy on the same GPU.
+//   row sums         bytes = read x + write one float per row
 //   sums             bytes = n * 4 READ (nothing of size is written). Reading is the whole job,
 //                    so the fair ceiling is the copy's read + write rate: a sum at 90 %copy
 //                    reads as fast as a copy moves bytes in both directions together.
@@ -50,6 +51,37 @@ constexpr int kReproducibilityRuns = 20;
 // A float32 sum's error is bounded by (depth) * u * sum|x| (see test_d06.cu); the inputs here
 // are all positive (uniform in [0, 1)), so sum|x| = sum x and the bound is relative to the sum.
 constexpr course::Tolerance kSumTolerance{256.0 / (1 << 24), 256.0 / (1 << 24)};
+
+// ---------------------------------------------------------------- row sums
+// range(0): rows, range(1): cols; blocks of 256 threads, one per row. bytes = read x + write
+// the sums.
+void BM_row_sums(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), cols = state.range(1);
+  const auto n = static_cast<std::size_t>(rows * cols);
+  const auto x = course::random_uniform<float>(n, course::seed_for(11), 0.0, 1.0);
+  DeviceBuffer<float> dx(x), sums(static_cast<std::size_t>(rows));
+  const auto run = [&] { d06::row_sums(dx.data(), sums.data(), rows, cols, 256); };
+  const auto poison = [&] { sums.poison(); };
+  const auto xd = course::as_doubles(x);
+  const auto want =
+      ref::row_sums(xd, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols));
+  const auto check = [&] {
+    course::CompareOptions options;
+    options.tolerance = kSumTolerance;  // positive inputs: the bound is relative to each sum
+    options.what = "the row sums";
+    return course::compare(sums.download(), want, options);
+  };
+  if (!course::bench::first_run_verified(state, poison, run, check)) return;
+  course::bench::measure(
+      state, run,
+      {4.0 * static_cast<double>(n) + 4.0 * static_cast<double>(rows), static_cast<double>(n)},
+      {poison, check});
+}
+// 16384 rows of 4096 floats: 256 MiB, far past the 50 MB L2.
+BENCHMARK(BM_row_sums)
+    ->Apply(course::bench::configure)
+    ->ArgNames({"rows", "cols"})
+    ->Args({16384, 4096});
 
 // ---------------------------------------------------------------- sums
 // range(0): n. variant 0: two-pass (deterministic), 1: atomic.

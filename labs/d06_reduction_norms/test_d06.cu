@@ -2,15 +2,60 @@
 // toward Exercise); each test runs in its own process. Outputs are poisoned before every run, so
 // an element the kernel never wrote is reported as such, and guard elements around every output
 // must keep their poison.
+//
+// What a kernel of this day can get wrong, and the test that sees it:
+//   block_sum reads the warp sums before every warp wrote them (no barrier)
+//                                      racecheck; RowSum.*, DeterministicSum.*
+//   block_sum adds slots past the last warp, or another row's slots (blockDim.y > 1)
+//                                      RowSum.* (96 threads), RmsNorm.* (257 short rows)
+//   rows not a multiple of the block or the vector width (1, 31, 33, 1000, 4097, 100003)
+//                                      RowSum.*, RmsNorm.*, FusedAddRmsNorm.*, LayerNorm.*,
+//                                      OnlineSoftmax.*
+//   the head before the first 16-byte boundary or the tail of the whole-array sums skipped
+//                                      DeterministicSum.* and AtomicSum.* (_misaligned, n 31, 33)
+//   the grid-stride loop of the sums (more vectors than threads, unrolled remainder)
+//                                      DeterministicSum.* (n = 2^24 + 7)
+//   a float atomic or a race in the "deterministic" sum, or partials added to, not written
+//                                      DeterministicSumRuns.GiveBitwiseIdentical...
+//   *out not zeroed before the atomic adds; an empty array not summed to 0
+//                                      AtomicSum.* (out poisoned first), *SumLimits.*
+//   NaN or infinity dropped or replaced  *EdgeCases.NaN*, DeterministicSumEdgeCases.Propagates*
+//   a single float accumulator over millions of values (accuracy)
+//                                      DeterministicSumEdgeCases.StaysAccurate*, RowSumEdgeCases.*
+//   eps outside the square root, 0 / 0 on an all-zero row
+//                                      RmsNormEdgeCases.SmallInputs*, RmsNormEdgeCases.AllZero*
+//   the fused kernel normalises the rounded residual, or never writes the residual back
+//                                      FusedAddRmsNormPrecision.*, FusedAddRmsNorm.*
+//   y == x (written over its input) read after it was written
+//                                      FusedAddRmsNormEdgeCases.WritesTheOutputOverTheInput*
+//   LayerNorm's variance as E[x^2] - mean^2, a NaN variance clamped away, an empty Welford
+//   side merged (0 / 0)               LayerNormStatistics.*, LayerNormEdgeCases.*, LayerNorm.*
+//   mean/rstd written when their pointers are null, or not written
+//                                      LayerNormEdgeCases.SkipsTheStatistics*, LayerNorm.*
+//   online softmax without rescaling the running sum, -inf rows, exp overflow
+//                                      OnlineSoftmaxEdgeCases.*
+//   16-bit outputs truncated instead of rounded to nearest   *Rounding.*
+//   16-byte loads on misaligned pointers or odd row lengths (or the tail of a row dropped)
+//                                      *EdgeCases.HandlesPointersNotAlignedTo16Bytes, 4097 shapes
+//   a store past the end of a row or of the output   expect_guards_untouched in every test;
+//                                      memcheck
+//   row * hidden or blockIdx.x * cols in 32 bits      *LargeIndex.* (2^31 + elements)
+//   the largest split (kMaxHidden one element at a time: 16 per thread of 1024)
+//                                      RmsNormLimits.*
+//   the launchers' promises (block sizes, 1 <= hidden <= kMaxHidden, cols >= 1, rows >= 0,
+//   overlapping buffers, n = 0 and rows = 0 with null pointers)   *Limits.*
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "course/buffer.h"
@@ -207,6 +252,37 @@ TEST_F(RowSumEdgeCases, LargeMagnitudesAreSummedAccurately) {
                   rows, cols, 256);
 }
 
+// The launchers' promises at their edges (lab.h): what is allowed works, what is not is refused
+// with course::InvalidArgument before anything reaches the GPU, and nothing to do (rows = 0,
+// n = 0) launches nothing even with null pointers. Each *Limits test first checks results at
+// the allowed edge, so that it fails (with the result's message) until the kernel is written.
+const char* const kLimitHint =
+    "The launchers in kernel.cu check their arguments with course::require before launching: "
+    "keep those checks as they are given.";
+
+class RowSumLimits : public course::GpuTest {};
+
+TEST_F(RowSumLimits, TakesBlocksOf32To1024ThreadsAndRefusesTheRest) {
+  const std::int64_t rows = 3, cols = 100;
+  const auto x = course::random_uniform<float>(rows * cols, course::seed_for(4));
+  for (int block : {32, 1024}) expect_row_sums(x, rows, cols, block);
+  if (HasFailure()) return;
+  DeviceBuffer<float> dx(x), sums(rows);
+  for (int block : {0, 16, 48, 1056}) {
+    SCOPED_TRACE("row_sums with block_threads = " + std::to_string(block) +
+                 ": lab.h allows only multiples of 32 in [32, 1024]. " + kLimitHint);
+    COURSE_EXPECT_THROW(d06::row_sums(dx.data(), sums.data(), rows, cols, block),
+                        course::InvalidArgument);
+  }
+  {
+    SCOPED_TRACE(std::string("row_sums with cols = 0. ") + kLimitHint);
+    COURSE_EXPECT_THROW(d06::row_sums(dx.data(), sums.data(), rows, 0, 256),
+                        course::InvalidArgument);
+  }
+  SCOPED_TRACE("row_sums with rows = 0 has nothing to do and must not look at its pointers");
+  COURSE_EXPECT_NO_THROW(d06::row_sums(nullptr, nullptr, 0, cols, 256));
+}
+
 // ================================================================ Exercise 2: deterministic sum
 COURSE_POINTS(DeterministicSum, 10);
 
@@ -336,6 +412,45 @@ TEST_P(AtomicSum, IsAccurateThoughNotReproducible) {
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, AtomicSum, ::testing::ValuesIn(sum_cases()), sum_case_name);
 
+// One element, then none: the sum of an empty array is 0, written over the poison in *out (lab.h:
+// *out = x[0] + ... + x[n - 1]); n < 0 and a null out are refused. run(SumRun&) sums a SumRun;
+// call(x, n, out) calls the launcher itself.
+template <class Run, class Call>
+void expect_sum_limits(Run run, Call call, const std::string& who) {
+  const auto one = course::random_uniform<float>(1, course::seed_for(16), 1.0, 2.0);
+  SumRun single(one, 0);
+  expect_sum(run(single), one, who + " of one float");
+  if (::testing::Test::HasFailure()) return;
+  SumRun empty(std::vector<float>{}, 0);
+  const float zero = run(empty);
+  EXPECT_EQ(hex_bits(zero), hex_bits(0.0f))
+      << who << " of n = 0 elements gave " << number(zero)
+      << (course::DType<float>::is_poison(zero) ? " (the poison: *out was never written)" : "")
+      << " instead of 0: with nothing to add, the launcher must still set *out to 0";
+  SCOPED_TRACE(who + " with n = -1, or with a null out. " + kLimitHint);
+  COURSE_EXPECT_THROW(call(single.x.data(), -1, single.out.data()), course::InvalidArgument);
+  COURSE_EXPECT_THROW(call(single.x.data(), 1, nullptr), course::InvalidArgument);
+}
+
+class DeterministicSumLimits : public course::GpuTest {};
+
+TEST_F(DeterministicSumLimits, SumsOneElementAndAnEmptyArray) {
+  DeviceBuffer<float> partials(static_cast<std::size_t>(d06::kSumMaxPartials));
+  expect_sum_limits([](SumRun& r) { return r.two_pass(); },
+                    [&](const float* x, std::int64_t n, float* out) {
+                      d06::sum_two_pass(x, n, partials.data(), out);
+                    },
+                    "sum_two_pass");
+}
+
+class AtomicSumLimits : public course::GpuTest {};
+
+TEST_F(AtomicSumLimits, SumsOneElementAndAnEmptyArray) {
+  expect_sum_limits([](SumRun& r) { return r.atomic(); },
+                    [](const float* x, std::int64_t n, float* out) { d06::sum_atomic(x, n, out); },
+                    "sum_atomic");
+}
+
 // ================================================================ Exercises 4-6: shapes
 struct RowCase {
   Dtype dtype;
@@ -447,6 +562,40 @@ TEST_P(RmsNormEdgeCases, HandlesLargeMagnitudes) {
 }
 INSTANTIATE_TEST_SUITE_P(Dtypes, RmsNormEdgeCases, ::testing::ValuesIn(kDtypes), dtype_param_name);
 
+// Every row-wise launcher refuses hidden outside [1, kMaxHidden] and rows < 0 (lab.h).
+// call(rows, hidden) calls it on buffers large enough for 2 rows of kMaxHidden + 1 elements, so
+// that a launcher that forgot a check still touches only its own memory.
+constexpr std::int64_t kLimitBufferElements = 2 * (d06::kMaxHidden + 1);
+
+void expect_refuses_bad_rows(const std::string& who,
+                             const std::function<void(std::int64_t, std::int64_t)>& call) {
+  for (const std::int64_t hidden : {std::int64_t{0}, d06::kMaxHidden + 1}) {
+    SCOPED_TRACE(who + " with hidden = " + std::to_string(hidden) +
+                 ": lab.h allows 1 <= hidden <= kMaxHidden = " + std::to_string(d06::kMaxHidden) +
+                 ". " + kLimitHint);
+    COURSE_EXPECT_THROW(call(2, hidden), course::InvalidArgument);
+  }
+  SCOPED_TRACE(who + " with rows = -1. " + kLimitHint);
+  COURSE_EXPECT_THROW(call(-1, 128), course::InvalidArgument);
+}
+
+class RmsNormLimits : public course::GpuTest {};
+
+TEST_F(RmsNormLimits, TakesHiddenFrom1ToKMaxHiddenAndRefusesTheRest) {
+  // hidden = 1, and hidden = kMaxHidden with pointers off the 16-byte grid: one element at a
+  // time, the largest split there is (16 elements in each of 1024 threads).
+  rmsnorm_on_random<float>(3, 1);
+  rmsnorm_on_random<bfloat16>(2, d06::kMaxHidden, 1);
+  if (HasFailure()) return;
+  DeviceBuffer<float> x(kLimitBufferElements), w(kLimitBufferElements), y(kLimitBufferElements);
+  expect_refuses_bad_rows("rmsnorm", [&](std::int64_t rows, std::int64_t hidden) {
+    d06::rmsnorm(x.data(), w.data(), y.data(), rows, hidden, kRmsEps);
+  });
+  SCOPED_TRACE("rmsnorm with rows = 0 has nothing to do and must not look at its pointers");
+  const float* none = nullptr;
+  COURSE_EXPECT_NO_THROW(d06::rmsnorm(none, none, nullptr, 0, 4096, kRmsEps));
+}
+
 // ================================================================ Exercise 5: fused add + RMSNorm
 COURSE_POINTS(FusedAddRmsNorm, 10);
 
@@ -530,6 +679,35 @@ TEST_P(FusedAddRmsNormEdgeCases, NaNInXSpoilsOneResidualElementAndTheWholeRowOfY
 }
 INSTANTIATE_TEST_SUITE_P(Dtypes, FusedAddRmsNormEdgeCases, ::testing::ValuesIn(kDtypes),
                          dtype_param_name);
+
+class FusedAddRmsNormLimits : public course::GpuTest {};
+
+TEST_F(FusedAddRmsNormLimits, TakesHiddenFrom1ToKMaxHiddenAndRefusesOverlaps) {
+  fused_on_random<float>(3, 1, 0, false);
+  fused_on_random<bfloat16>(2, d06::kMaxHidden, 1, true);
+  if (HasFailure()) return;
+  DeviceBuffer<float> x(kLimitBufferElements), r(kLimitBufferElements), w(kLimitBufferElements),
+      y(kLimitBufferElements);
+  expect_refuses_bad_rows("fused_add_rmsnorm", [&](std::int64_t rows, std::int64_t hidden) {
+    d06::fused_add_rmsnorm(x.data(), r.data(), w.data(), y.data(), rows, hidden, kRmsEps);
+  });
+  // y may be x; the residual may overlap nothing (lab.h): it is read and written by the same
+  // threads that write y, and a shared element would be read after another thread wrote it.
+  const std::tuple<const char*, float*, float*> overlapping[] = {
+      {"residual == y", y.data(), y.data()},
+      {"residual == x", x.data(), y.data()},
+      {"residual starting 100 elements into x", x.data() + 100, y.data()}};
+  for (const auto& [what, residual, out] : overlapping) {
+    SCOPED_TRACE(std::string("fused_add_rmsnorm with ") + what + ": lab.h forbids it. " +
+                 kLimitHint);
+    COURSE_EXPECT_THROW(d06::fused_add_rmsnorm(x.data(), residual, w.data(), out, 4, 1000, kRmsEps),
+                        course::InvalidArgument);
+  }
+  SCOPED_TRACE(
+      "fused_add_rmsnorm with rows = 0 has nothing to do and must not look at its pointers");
+  const float* none = nullptr;
+  COURSE_EXPECT_NO_THROW(d06::fused_add_rmsnorm(none, nullptr, none, nullptr, 0, 4096, kRmsEps));
+}
 
 // ================================================================ Exercise 6: LayerNorm (Welford)
 COURSE_POINTS(LayerNorm, 15);
@@ -634,6 +812,26 @@ TEST_P(LayerNormEdgeCases, NaNInARowMakesOnlyThatRowAndItsStatisticsNaN) {
 }
 INSTANTIATE_TEST_SUITE_P(Dtypes, LayerNormEdgeCases, ::testing::ValuesIn(kDtypes),
                          dtype_param_name);
+
+class LayerNormLimits : public course::GpuTest {};
+
+TEST_F(LayerNormLimits, TakesHiddenFrom1ToKMaxHiddenAndRefusesTheRest) {
+  // hidden = 1: the variance of one value is 0, and y = beta.
+  expect_layernorm(to_dtype<float>(rows_with_offsets(3, 1, course::seed_for(58))), 3, 1);
+  expect_layernorm(to_dtype<bfloat16>(rows_with_offsets(2, d06::kMaxHidden, course::seed_for(59))),
+                   2, d06::kMaxHidden, 1);
+  if (HasFailure()) return;
+  DeviceBuffer<float> x(kLimitBufferElements), g(kLimitBufferElements), b(kLimitBufferElements),
+      y(kLimitBufferElements), stats(4);
+  expect_refuses_bad_rows("layernorm", [&](std::int64_t rows, std::int64_t hidden) {
+    d06::layernorm(x.data(), g.data(), b.data(), y.data(), stats.data(), stats.data() + 2, rows,
+                   hidden, kLayerNormEps);
+  });
+  SCOPED_TRACE("layernorm with rows = 0 has nothing to do and must not look at its pointers");
+  const float* none = nullptr;
+  COURSE_EXPECT_NO_THROW(
+      d06::layernorm(none, none, none, nullptr, nullptr, nullptr, 0, 4096, kLayerNormEps));
+}
 
 class LayerNormStatistics : public course::GpuTest {};
 
@@ -774,6 +972,25 @@ TEST_P(OnlineSoftmaxEdgeCases, HandlesPointersNotAlignedTo16Bytes) {
 }
 INSTANTIATE_TEST_SUITE_P(Dtypes, OnlineSoftmaxEdgeCases, ::testing::ValuesIn(kDtypes),
                          dtype_param_name);
+
+class OnlineSoftmaxLimits : public course::GpuTest {};
+
+TEST_F(OnlineSoftmaxLimits, TakesRowsOfOneColumnAndRefusesNone) {
+  // One column: every probability is exactly 1.
+  expect_softmax(course::random_uniform<float>(5, course::seed_for(67), -8.0, 8.0), 5, 1);
+  if (HasFailure()) return;
+  DeviceBuffer<float> x(64), y(64);
+  const std::pair<std::int64_t, std::int64_t> refused[] = {{2, 0}, {-1, 4}};  // (rows, cols)
+  for (const auto& [rows, cols] : refused) {
+    SCOPED_TRACE("softmax_online with rows = " + std::to_string(rows) + ", cols = " +
+                 std::to_string(cols) + ": lab.h needs cols >= 1, rows >= 0. " + kLimitHint);
+    COURSE_EXPECT_THROW(d06::softmax_online(x.data(), y.data(), rows, cols),
+                        course::InvalidArgument);
+  }
+  SCOPED_TRACE("softmax_online with rows = 0 has nothing to do and must not look at its pointers");
+  const float* none = nullptr;
+  COURSE_EXPECT_NO_THROW(d06::softmax_online(none, nullptr, 0, 4096));
+}
 
 // ================================================================ 64-bit indices
 // The *LargeIndex suites: inputs of just over 2^31 elements, where the flat index row * cols + c
