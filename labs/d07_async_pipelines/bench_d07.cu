@@ -1,5 +1,6 @@
 // Day 7 benchmarks: one per variant.
-//   BM_async_copy_3_ptx          x -> shared -> y, bytes = read x + write y
+//   BM_async_copy_1_cuda_pipeline, _2_primitives, _3_ptx   x -> shared -> y, bytes = read x +
+//                                write y
 //   BM_gemv_0_cublas             cublasGemmEx on the same data (the vendor baseline)
 //   BM_gemv_1_sync ... BM_gemv_5_tma   the progression of lab.h
 // For the GEMV, bytes = W (N * K * 2) + x (batch * K * 2) read + y (batch * N * 4) written, and
@@ -143,12 +144,13 @@ BENCHMARK(BM_gemv_3_multistage)
 BENCHMARK(BM_gemv_4_bulk)->Apply(gemv_shapes);
 BENCHMARK(BM_gemv_5_tma)->Apply(gemv_shapes);
 
-// The copy of Exercise 1 (the PTX variant), 2^26 floats: bytes = read + write.
-void BM_async_copy_3_ptx(benchmark::State& state) {
+// The copies of Exercise 1, 2^26 floats: bytes = read + write.
+void bench_async_copy(benchmark::State& state,
+                      void (*copy)(const float*, float*, std::int64_t, int)) {
   const std::int64_t n = state.range(0);
   const auto x = course::random_uniform<float>(static_cast<std::size_t>(n), course::seed_for(3));
   DeviceBuffer<float> dx(x), dy(static_cast<std::size_t>(n));
-  const auto run = [&] { d07::async_copy_3_ptx(dx.data(), dy.data(), n); };
+  const auto run = [&] { copy(dx.data(), dy.data(), n, 0); };
   const auto poison = [&] { dy.poison(); };
   const auto check = [&] {
     course::CompareOptions options;
@@ -159,6 +161,23 @@ void BM_async_copy_3_ptx(benchmark::State& state) {
   if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, {8.0 * static_cast<double>(n), 0.0}, {poison, check});
 }
+void BM_async_copy_1_cuda_pipeline(benchmark::State& state) {
+  bench_async_copy(state, d07::async_copy_1_cuda_pipeline);
+}
+void BM_async_copy_2_primitives(benchmark::State& state) {
+  bench_async_copy(state, d07::async_copy_2_primitives);
+}
+void BM_async_copy_3_ptx(benchmark::State& state) {
+  bench_async_copy(state, d07::async_copy_3_ptx);
+}
+BENCHMARK(BM_async_copy_1_cuda_pipeline)
+    ->Apply(course::bench::configure)
+    ->ArgNames({"n"})
+    ->Arg(std::int64_t{1} << 26);
+BENCHMARK(BM_async_copy_2_primitives)
+    ->Apply(course::bench::configure)
+    ->ArgNames({"n"})
+    ->Arg(std::int64_t{1} << 26);
 BENCHMARK(BM_async_copy_3_ptx)
     ->Apply(course::bench::configure)
     ->ArgNames({"n"})
