@@ -4,13 +4,16 @@
 # race and memory checkers over the solutions, and print last a compact table:
 #   lab | starter tests (expected: all fail, none crash) | solution tests | key benchmark | % of ceiling
 #
-# Usage: scripts/gpu-check.sh [--steps "build tests tools check bench grade sanitize"] [--days "d01 d02"]
+# Usage: scripts/gpu-check.sh [--steps "build tests tools check bench grade sanitize attacks"]
+#                             [--days "d01 d02"]
 #                             [--out DIR]
 #   --steps          which steps to run (default: build tests check bench; "all" adds tools,
 #                    grade, sanitize and mutants). tools: the tools' own tests (host; CI runs
 #                    them); mutants: the planted bugs graded and scored (MUTANTS below)
 #                    check: `course check dNN` timed on every day with the solutions in place
 #                    grade: a synthetic class graded with `course grade`, and its leaderboard
+#                    attacks: the submissions that attack the grader (tests/grading/attacks.py),
+#                    graded with and without the object check; every one must be caught
 #   --days           only these days (default: every lab in the build)
 #   --out            where logs, JUnit XML and benchmark JSON go (default: build/gpu-check)
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$steps" = all ] && steps="build tests tools check bench grade sanitize mutants"
+[ "$steps" = all ] && steps="build tests tools check bench grade sanitize mutants attacks"
 want() { [[ " $steps " == *" $1 "* ]]; }
 mkdir -p "$out"; out=$(cd "$out" && pwd); rm -f "$out/timings.txt"
 bin=build/$preset
@@ -216,6 +219,21 @@ sys.exit(0 if any(m["kind"] == "performance" and m["id"] in sys.argv[1:]
   echo "course grade exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
   python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" >"$out/mutants-score.txt" 2>&1
   echo "mutants score exit $?"; grep -vE "^caught" "$out/mutants-score.txt"
+fi
+
+if want attacks; then
+  # One submission per class of attack on the grader, next to the honest solution of each day
+  # attacked, graded as an instructor would (benchmarks included), with the object check and
+  # without it (the sandbox, the replay and the grader's judgement of timings alone).
+  for mode in check nocheck; do
+    log "attacks on the grader ($mode)"
+    flag=""; [ "$mode" = nocheck ] && flag=--no-object-check
+    start=$(date +%s)
+    python3 tests/grading/attacks.py run --build-dir "$bin" --out "$out/attacks-$mode" --gpu \
+      --jobs "${ATTACK_JOBS:-6}" $flag >"$out/attacks-$mode.log" 2>&1
+    echo "attacks ($mode): exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
+    cat "$out/attacks-$mode.log" | cut -c1-220
+  done
 fi
 
 if want sanitize; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up and build everything, then show where you stand:
-#   1. install what is missing (CMake >= 3.25, Ninja, GoogleTest, Google Benchmark; and, when
-#      the CUDA toolkit lacks them, cuobjdump + nvdisasm for the SASS checks),
+#   1. install what is missing (CMake >= 3.25, Ninja, GoogleTest, Google Benchmark, bubblewrap
+#      for grading; and, when the CUDA toolkit lacks them, cuobjdump + nvdisasm for the SASS
+#      checks),
 #   2. configure and build every lab (starters and solutions), the harness and the tools,
 #   3. run `course status`, and print the line that puts `course` on your PATH.
 # Usage: scripts/setup.sh [preset]   (default: "default"; see CMakePresets.json)
@@ -25,6 +26,8 @@ have ninja || need_apt+=(ninja-build)
 [ -e /usr/include/benchmark/benchmark.h ] || [ -e /usr/local/include/benchmark/benchmark.h ] || need_apt+=(libbenchmark-dev)
 have python3 || need_apt+=(python3)
 have c++filt || need_apt+=(binutils)
+# bubblewrap: the sandbox an instructor's `course grade` runs students' programs in.
+have bwrap || need_apt+=(bubblewrap)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "installing ${need_apt[*]}"
   sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_=sudo

@@ -161,6 +161,20 @@ def main():
                     if not clean:
                         problems.append(f"compute-sanitizer --tool {parts[0]} on {parts[1]}: exit "
                                         f"{parts[3]} (see sanitize-{parts[1]}-{parts[0]}.log)")
+    attacks = []
+    for mode in ("check", "nocheck"):
+        path = os.path.join(a.dir, f"attacks-{mode}.log")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        caught = sum(l.startswith("CAUGHT") for l in lines)
+        through = [l for l in lines if l.startswith(("GOT THROUGH", "HONEST"))]
+        total = caught + sum(l.startswith("GOT THROUGH") for l in lines)
+        attacks.append(f"attacks on the grader ({'with' if mode == 'check' else 'without'} the "
+                       f"object check): {caught} of {total} caught"
+                       + ("" if not through else f"; {len(through)} problems"))
+        problems += [f"attack ({mode}): {l}" for l in through]
     if problems:
         print(f"{len(problems)} problems:")
         for line in problems[:60]:
@@ -226,6 +240,8 @@ def main():
         with open(timings) as f:
             print("\nwall times: " + "; ".join(l.strip() for l in f if l.strip()))
     ok = not problems
+    for line in attacks:
+        print(line)
     print("\nverdict:", "OK — solutions pass, starters fail cleanly" if ok else "PROBLEMS above")
     return 0 if ok else 1
 

@@ -213,7 +213,10 @@ int main(int argc, char** argv) {
   if (const char* fd = std::getenv("COURSE_EVENTS_FD")) {
     static Channel channel(std::atoi(fd));
     ::testing::UnitTest::GetInstance()->listeners().Append(new EventStream(&channel, gpu));
-    const auto fail = [](const std::string& message) { ADD_FAILURE() << message; };
+    // A replay's own failure names no file and line: they would be this file's.
+    const auto fail = [](const std::string& message) {
+      GTEST_MESSAGE_AT_("", -1, message.c_str(), ::testing::TestPartResult::kNonFatalFailure);
+    };
     if (observe.record) {
       course::detail::observe_configure(
           course::ObserveMode::kRecord, "", [](const std::string& frame) { channel.write(frame); },

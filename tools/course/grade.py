@@ -678,7 +678,10 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
         tests = [c for c in cases if c.kind in ("gpu", "host")]
         t = R.tally(tests)
         if day["status"] != "graded":
-            note = f"not timed: the day was {day['status'].replace('_', ' ')}"
+            note = "not timed: the day " + {"refused": "was refused",
+                                            "compile_failed": "did not compile",
+                                            "link_failed": "did not link"}.get(
+                day["status"], day["status"].replace("_", " "))
         elif not opts.bench:
             note = "not timed: benchmarks were not asked for (--no-bench)"
         elif t.failed:
