@@ -10,56 +10,64 @@
 // passes back into the code under test (an entry to decode, a spec to look up) are kept raw.
 //
 // What a kernel (or the host code) of this day can get wrong, and the test that sees it:
-//   cache_key without one of its fields (source, name, options, arch,
-//   CacheKey.ChangesWithEveryInput
-//     NVRTC version)
-//   cache_key concatenates its fields without lengths ("ab"+"c" == "a"+"bc")
-//   CacheKey.SeparatesItsFields cache_key sorts the options (-DX=1 -UX is not -UX -DX=1), joins
-//   them     CacheKey.KeepsTheOptionsInOrderAndAsWritten
-//     with spaces ({"-DS=a b"} == {"-DS=a", "b"}), drops their spaces or
-//     keeps only their names (lab.h: "the options (in order)")
-//   cache_key random, time-dependent or not 64 hex digits
-//   CacheKey.IsTheSameForTheSameInputsAndA64DigitHash an entry's header fields misplaced,
-//   big-endian or missing             CacheEntry.RoundTripsAndHasTheDocumentedHeader decode_entry
-//   accepts a truncated / extended entry (size unchecked)    CacheEntry.RejectsTruncatedEntries
-//   decode_entry accepts a flipped bit (magic, version, header, hash)
-//   CacheEntry.RejectsCorruptEntries load() keeps, or does not count, a corrupt entry
-//   DiskCache.DetectsDeletesAndCountsCorruptEntries store() writes in place (a reader sees a
-//   partial file)                DiskCache.TwoProcessesWritingTheSameKeyNeverLeaveAPartialFile the
-//   temporary file outside the cache folder (/tmp: rename is atomic
-//   DiskCache.WritesTheTemporaryFileInTheCacheFolderAndRenamesIt
-//     only within one file system), or the final name written in place
-//   a temporary name without a per-call counter (two threads collide)
-//   DiskCache.TwoThreadsWritingTheSameKeyDoNotCollide a temporary file left behind
-//   DiskCache.StoresLoadsAndClears, the race tests the fsync before the rename (or of the folder)
-//   missing                not testable without a crash of the machine: read
-//                                                                         in review (lesson §5)
+//   cache_key without one of its fields (source, name, options, arch, NVRTC version)
+//                                      CacheKey.ChangesWithEveryInput
+//   cache_key random, time-dependent, or not 64 lowercase hex digits
+//                                      CacheKey.IsTheSameForTheSameInputsAndA64DigitHash
+//   fields concatenated without lengths ("ab" + "c" == "a" + "bc"), no option count
+//                                      CacheKey.SeparatesItsFields
+//   options sorted (-DX=1 -UX is not -UX -DX=1), joined by spaces ({"-DS=a b"} against
+//   {"-DS=a", "b"}), stripped of their spaces, or hashed by name only (lab.h: "the options
+//   (in order)")                       CacheKey.KeepsTheOptionsInOrderAndAsWritten
+//   an entry's header fields misplaced, big-endian or missing
+//                                      CacheEntry.RoundTripsAndHasTheDocumentedHeader
+//   decode_entry accepts a truncated or extended entry (the size unchecked)
+//                                      CacheEntry.RejectsTruncatedEntries
+//   decode_entry accepts a flipped bit (magic, version, header size, hash)
+//                                      CacheEntry.RejectsCorruptEntries
+//   load() keeps, or does not count, a corrupt entry
+//                                      DiskCache.DetectsDeletesAndCountsCorruptEntries
+//   store() writes the final name in place (a reader sees a partial file)
+//                                      DiskCache.TwoProcessesWritingTheSameKeyNever...,
+//                                      DiskCache.WritesTheTemporaryFileInTheCacheFolder...
+//   the temporary file made outside the cache folder (/tmp: rename is atomic only within one
+//   file system)                       DiskCache.WritesTheTemporaryFileInTheCacheFolder...
+//   a temporary name without a per-call counter (two threads of one pid collide)
+//                                      DiskCache.TwoThreadsWritingTheSameKeyDoNotCollide
+//   a temporary file left behind       DiskCache.StoresLoadsAndClears, both race tests
+//   no fsync before the rename, or of the folder
+//                                      not testable short of a power cut: read in review (§5)
 //   compile_cubin returns PTX, or not the lowered name
-//   NvrtcCompile.CompilesARealTemplateToACubinForSm90a a compile error without NVRTC's log, the
-//   line or the source line      NvrtcCompile.ACompileErrorCarriesTheLogAndTheLine the kernel cache
-//   compiles again instead of using memory or disk KernelCache.CompilesOnceThenHitsMemoryThenDisk
-//   the memory key without the options, no source comparison on a
-//   KernelCache.KeepsSpecsThatDifferInOptionsOrSourceApart
-//     memory hit, the disk key computed without the spec's options
+//                                      NvrtcCompile.CompilesARealTemplateToACubinForSm90a
+//   a compile error without NVRTC's log, the line, or the numbered source line
+//                                      NvrtcCompile.ACompileErrorCarriesTheLogAndTheLine
+//   the kernel cache compiles again instead of answering from memory or disk
+//                                      KernelCache.CompilesOnceThenHitsMemoryThenDisk
+//   the memory key without the options, a memory hit without comparing the source, the disk
+//   key without the spec's options     KernelCache.KeepsSpecsThatDifferInOptionsOrSourceApart
 //   a corrupt or truncated entry loaded, or not rebuilt
-//   KernelCache.RebuildsACorruptOrTruncatedEntry compiling or loading before the first launch;
-//   loading twice           KernelCacheLazy.CompilesAndLoadsNothingBeforeTheFirstLaunch RMSNorm: a
-//   wrong dtype conversion, vector width or reduction
-//   RmsNormTemplate.MatchesTheReferenceForEveryDtype RMSNorm: the last, partial item of a thread;
-//   unaligned pointers;      RmsNormTemplate.HandlesOddSizesAndUnalignedPointers
-//     hidden 1 and 16384; stores past the row (guards)
-//   RMSNorm: eps ignored, or added outside the square root
-//   RmsNormTemplate.UsesEpsInsideTheSquareRoot RMSNorm: the row offset row * hidden in 32 bits
-//   RmsNormTemplateLargeIndex (2^31 + elements) RMSNorm: a barrier missing between the partial sums
-//   and their use     racecheck, and the tests above GEMM: the tiles' edges not zero-filled, a
-//   thread tile mapped wrong    GemmTemplate.MatchesTheReferenceForEveryCandidateTile,
-//                                                                         GemmTemplate.HandlesOddShapes
-//   GEMM: a barrier missing around the shared tiles                       racecheck, and the GEMM
-//   tests GEMM: A's row offset gm * K in 32 bits GemmTemplateLargeIndex (2^31 + elements of A)
-//   autotuning that times nothing, times again, or forgets the record
-//   Autotune.TimesTheCandidatesOnceThenUsesTheRecordedWinner
-//     on disk; a record without the shape or the hidden size
-//     Autotune.RecordsOneWinnerPerDtypeAndHiddenSize
+//                                      KernelCache.RebuildsACorruptOrTruncatedEntry
+//   compiling or loading before the first launch; loading a module twice
+//                                      KernelCacheLazy.CompilesAndLoadsNothingBeforeTheFirst...
+//   RMSNorm: a wrong dtype conversion, vector width or block reduction
+//                                      RmsNormTemplate.MatchesTheReferenceForEveryDtype
+//   RMSNorm: a thread's last, partial item; unaligned pointers; hidden 1 and 16384; a store
+//   past the row                       RmsNormTemplate.HandlesOddSizesAndUnalignedPointers
+//   RMSNorm: eps left out, or added outside the square root
+//                                      RmsNormTemplate.UsesEpsInsideTheSquareRoot
+//   RMSNorm: the row offset row * kHidden in 32 bits
+//                                      RmsNormTemplateLargeIndex (2^31 + elements)
+//   RMSNorm or GEMM: a barrier missing around shared memory
+//                                      racecheck, and the template tests
+//   GEMM: tile edges not zero-filled, a thread's tile mapped wrong, K not a multiple of BK
+//                                      GemmTemplate.MatchesTheReferenceForEveryCandidateTile,
+//                                      GemmTemplate.HandlesOddShapes
+//   GEMM: A's index gm * K + gk in 32 bits
+//                                      GemmTemplateLargeIndex (2^31 + elements of A)
+//   autotuning that times nothing or times again, forgets the record on disk, or keys it
+//   without the shape or the hidden size
+//                                      Autotune.TimesTheCandidatesOnceThenUsesTheRecordedWinner,
+//                                      Autotune.RecordsOneWinnerPerDtypeAndHiddenSize
 #include <sys/inotify.h>
 #include <sys/types.h>
 #include <sys/wait.h>
