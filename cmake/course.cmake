@@ -32,7 +32,8 @@
 # that caused it, and records each case's result; each case's ctest test then reports that
 # result (a fixture: ctest runs dNN.<variant>.run first, by itself if need be). SERIAL_SUITES get
 # their own run, dNN.<variant>.run_serial, with the GPU to itself.
-# The cases are listed from the test program when ctest starts (tools/course/discover.py); a
+# The cases are listed from the test program when ctest starts (`course _discover`,
+# tools/course/testrun.py); a
 # program that was not built (its kernel.cu does not compile or link) becomes one failing test
 # per exercise that carries the compiler's message, never a missing day.
 #
@@ -214,8 +215,8 @@ function(course_add_lab name)
 endfunction()
 
 # The ctest tests of one test program: a script that ctest includes when it starts lists the
-# program's cases (tools/course/discover.py, again only when the program or the configuration
-# changed) and registers the run fixtures and one test per case.
+# program's cases (`course _discover`, tools/course/testrun.py; again only when the program or
+# the configuration changed) and registers the run fixtures and one test per case.
 function(course_discover_lab_tests day variant target)
   set(generated ${CMAKE_CURRENT_BINARY_DIR}/${day}_${variant}_ctest.cmake)
   set(script ${CMAKE_CURRENT_BINARY_DIR}/${day}_${variant}_discover.cmake)

@@ -9,9 +9,12 @@
 //
 // mma_16816<T>: d += a b for one 16 x 8 x 16 tile, T = bfloat16 or half. a is row-major 16 x 16,
 // b "col" 16 x 8, d float32 16 x 8. With g = lane / 4 and t = lane % 4, every lane holds
-//   a[0] = A[g][2t, 2t+1]  a[1] = A[g+8][2t, 2t+1]  a[2] = A[g][2t+8, 2t+9]  a[3] = A[g+8][2t+8,
-//   2t+9] b0 = B[2t, 2t+1][g]    b1 = B[2t+8, 2t+9][g] d[0], d[1] = D[g][2t, 2t+1] d[2], d[3] =
-//   D[g+8][2t, 2t+1]
+// clang-format off
+//   a[0] = A[g][2t, 2t+1]        a[1] = A[g+8][2t, 2t+1]
+//   a[2] = A[g][2t+8, 2t+9]      a[3] = A[g+8][2t+8, 2t+9]
+//   b0   = B[2t, 2t+1][g]        b1   = B[2t+8, 2t+9][g]
+//   d[0], d[1] = D[g][2t, 2t+1]  d[2], d[3] = D[g+8][2t, 2t+1]
+// clang-format on
 // Not volatile: it only reads and writes registers, so the compiler may schedule it freely
 // between the ldmatrix, which stay volatile (they read shared memory and keep their place after
 // a barrier).

@@ -253,14 +253,6 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
     return finish("built")
 
 
-def failure_log(build: DayBuild) -> str:
-    try:
-        with open(build.log, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def programs_missing(m: Manifest) -> List[str]:
     """Class build programs a student's build needs (the compiled tests and harness)."""
     missing = []

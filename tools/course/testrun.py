@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import shlex
 import shutil
 from typing import Dict, List, Optional
 
@@ -323,6 +322,3 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
                          f"SKIP_RETURN_CODE 77 TIMEOUT 30)")
     return "\n".join(lines) + "\n"
 
-
-def shell_command(args: List[str]) -> str:
-    return " ".join(shlex.quote(a) for a in args)
