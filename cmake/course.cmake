@@ -65,28 +65,6 @@ function(course_json_array out_var)
   set(${out_var} "[${items}]" PARENT_SCOPE)
 endfunction()
 
-# Where the student's kernel.cu for <name> comes from: the submission folder if one is set
-# and holds it, else the starter in labs/.
-function(course_lab_source name out_var)
-  set(source ${PROJECT_SOURCE_DIR}/labs/${name}/kernel.cu)
-  if(COURSE_SUBMISSION_DIR)
-    set(found "")
-    foreach(candidate ${COURSE_SUBMISSION_DIR}/labs/${name}/kernel.cu
-                      ${COURSE_SUBMISSION_DIR}/${name}/kernel.cu)
-      if(EXISTS ${candidate} AND found STREQUAL "")
-        set(found ${candidate})
-      endif()
-    endforeach()
-    if(found STREQUAL "")
-      message(WARNING "course: the submission in ${COURSE_SUBMISSION_DIR} has no ${name}/kernel.cu;"
-                      " grading ${name} against the untouched starter")
-    else()
-      set(source ${found})
-    endif()
-  endif()
-  set(${out_var} ${source} PARENT_SCOPE)
-endfunction()
-
 function(course_add_lab name)
   cmake_parse_arguments(LAB "" "TITLE;TIMEOUT;GRADE_BENCHMARKS"
                         "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES;SANITIZERS;BASELINE_SOURCES;BASELINE_LIBRARIES;KERNEL_LIBRARIES"
@@ -103,7 +81,7 @@ function(course_add_lab name)
   endif()
   set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${name})
   set(solution_dir ${PROJECT_SOURCE_DIR}/solutions/${name})
-  course_lab_source(${name} lab_source)
+  set(lab_source ${lab_dir}/kernel.cu)
 
   # The host-side tests and benchmark: compiled once.
   foreach(kind test bench)
@@ -261,9 +239,12 @@ endfunction()
 # A host test of compiled device code (tools/course/sass.py): disassembles a kernel library
 # with cuobjdump and checks the instructions of the kernels KERNEL selects, on every
 # architecture it was compiled for, or only on ARCHS (cuobjdump's names: a Hopper kernel's sm_80
-# build is only a trap); a build that compiled none of ARCHS reports the check as skipped. Registered twice, for the student's code (dNN.lab.sass.<name>)
-# and for the solution's (dNN.solution.sass.<name>), labelled host and sass; SOLUTION_ONLY
-# checks (code the starter gives complete, library baselines) only for the solution.
+# build is only a trap); a build that compiled none of ARCHS reports the check as skipped. The
+# check goes into the manifest; the ctest tests are registered with the day's cases
+# (`course _discover`, tools/course/testrun.py, the same code for a course build and for a
+# graded student): dNN.lab.sass.<name> for the student's code and dNN.solution.sass.<name> for
+# the solution's, labelled host and sass; SOLUTION_ONLY checks (code the starter gives complete,
+# library baselines) only for the solution.
 # A failure reads: "<EXERCISE>: your <kernel> must <WHAT>, but ... (see <LESSON>)".
 # Example: course_add_sass_check(d02_coalescing vectorized_copy EXERCISE VectorizedCopy
 #            WHAT "move 16 bytes per load and store" LESSON "lesson 2 §5"
@@ -287,19 +268,6 @@ function(course_add_sass_check lab check_name)
     message(FATAL_ERROR "course_add_sass_check(${lab} ${check_name}): WHAT and LESSON are "
                         "required (the failure message is a sentence for the student)")
   endif()
-  set(variants solution)
-  if(NOT CHECK_SOLUTION_ONLY)
-    list(APPEND variants lab)
-  endif()
-  foreach(variant ${variants})
-    set(test ${day}.${variant}.sass.${check_name})
-    add_test(NAME ${test}
-             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/bin/course _sass
-                     --manifest ${PROJECT_BINARY_DIR}/course_manifest.json --day ${day}
-                     --variant ${variant} --check ${check_name})
-    set_tests_properties(${test} PROPERTIES LABELS "${day};${variant};host;sass" TIMEOUT 120
-                                            SKIP_RETURN_CODE 77)
-  endforeach()
   course_json_string(name_json "${check_name}")
   course_json_string(exercise_json "${CHECK_EXERCISE}")
   course_json_string(what_json "${CHECK_WHAT}")
@@ -351,8 +319,12 @@ ${labs}
 ")
   # After every ctest run in this build: one line that says what passed, failed and was
   # skipped, and why (ctest alone says "100% tests passed" when every GPU test was skipped).
-  set(summary "\\\"${Python3_EXECUTABLE}\\\" \\\"${PROJECT_SOURCE_DIR}/tools/bin/course\\\" _ctest-summary --build-dir \\\"${PROJECT_BINARY_DIR}\\\"")
-  file(WRITE ${PROJECT_BINARY_DIR}/CTestCustom.cmake
-    "set(CTEST_CUSTOM_PRE_TEST \"${summary} --start\")\n"
-    "set(CTEST_CUSTOM_POST_TEST \"${summary}\")\n")
+  # The same file the grader writes for a student (tools/course/testrun.py, ctest_custom).
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/bin/course _ctest-custom
+            --build-dir ${PROJECT_BINARY_DIR} --output ${PROJECT_BINARY_DIR}/CTestCustom.cmake
+    RESULT_VARIABLE course_custom_rc ERROR_VARIABLE course_custom_err)
+  if(NOT course_custom_rc EQUAL 0)
+    message(FATAL_ERROR "course: writing CTestCustom.cmake failed: ${course_custom_err}")
+  endif()
 endfunction()

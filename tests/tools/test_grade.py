@@ -62,27 +62,36 @@ class SubmissionTest(unittest.TestCase):
 
 
 class CtestFilesTest(unittest.TestCase):
-    """The student's CTestTestfile.cmake: the graded sanitizer runs carry the time limit the
-    instructor gave (`course grade --sanitize-timeout`), in the command and in ctest's TIMEOUT."""
+    """The student's CTestTestfile.cmake is the course build's registration (testrun.discover)
+    plus the graded sanitizer runs, which carry the time limit the instructor gave (`course grade
+    --sanitize-timeout`), in the command and in ctest's TIMEOUT."""
 
-    def files(self, **kw) -> str:
+    def files(self, seconds=None) -> str:
         with tempfile.TemporaryDirectory() as t:
+            tests = os.path.join(t, "d05_lab_tests")
+            with open(tests, "w") as f:  # a program that lists two cases
+                f.write("#!/bin/sh\necho 'WarpSoftmax.'\necho '  a'\necho '  b'\n")
+            os.chmod(tests, 0o755)
+            progs = manifest.Programs("k.cu", tests, "b", os.path.join(t, "missing.o"))
+            lab_ = manifest.Lab("d05", "d05_warp_programming", "T", ["WarpSoftmax"], [], [],
+                                60.0, progs, progs, [], sanitizers=["memcheck"])
+            grading = {"verify": True}
+            if seconds:
+                grading["sanitize_seconds"] = seconds
             m = manifest.Manifest(os.path.join(t, "course_manifest.json"), ROOT, t, sys.executable,
-                                  "cuobjdump", "90a", t, 1200.0, [lab()])
-            grade.write_ctest_files(m, t, {"d05": True}, **kw)
-            with open(os.path.join(t, "CTestTestfile.cmake")) as f:
+                                  "cuobjdump", "90a", t, 1200.0, [lab_], grading=grading)
+            grade.write_ctest_files(m, t)
+            with open(os.path.join(t, "ctest", "d05.cmake")) as f:
                 return f.read()
 
     def test_the_sanitizer_runs_take_the_instructors_time_limit(self):
-        text = self.files(sanitize_seconds=120)
+        text = self.files(seconds=120)
         line = next(l for l in text.splitlines() if l.startswith("add_test([==[d05.lab.memcheck"))
         self.assertIn("[==[--seconds]==] [==[120]==]", line)
         self.assertIn("TIMEOUT 180 RUN_SERIAL TRUE", text)
+        self.assertIn("add_test([==[d05.lab.WarpSoftmax.a]==]", text)
 
     def test_the_default_is_the_graders(self):
-        text = self.files()
-        self.assertIn(f"[==[--seconds]==] [==[{grade.SANITIZE_SECONDS}]==]", text)
-        self.assertIn(f"TIMEOUT {grade.SANITIZE_SECONDS + 60} RUN_SERIAL TRUE", text)
         self.assertEqual(grade.Options(out="x").sanitize_seconds, grade.SANITIZE_SECONDS)
         self.assertEqual(grade.Options(out="x", sanitize_seconds=90).sanitize_seconds, 90)
 

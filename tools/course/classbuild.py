@@ -89,7 +89,7 @@ def commands_for(m: Manifest, lab: Lab) -> Commands:
     starter = os.path.join(m.source_dir, "labs", lab.name, "kernel.cu")
     if os.path.abspath(lab.lab.source) != os.path.abspath(starter):
         raise ClassBuildError(f"the class build compiles {lab.lab.source} for {lab.day}, not the "
-                              "starter: configure the class build without COURSE_SUBMISSION_DIR")
+                              f"starter {starter}: grade against a build of the course itself")
     entry = next((e for e in db if os.path.abspath(os.path.join(e["directory"], e["file"]))
                   == os.path.abspath(starter)), None)
     if entry is None:

@@ -313,6 +313,13 @@ def cmd_sass_check(args) -> int:
     return {R.PASSED: 0, R.SKIPPED: sass.SKIP}.get(case.outcome, 1)
 
 
+def cmd_ctest_custom(args) -> int:
+    """CMake's configure step: <build>/CTestCustom.cmake (testrun.ctest_custom)."""
+    R.write_atomically(args.output, testrun.ctest_custom(sys.executable, TOOL,
+                                                         os.path.abspath(args.build_dir)))
+    return 0
+
+
 def cmd_objcheck(args) -> int:
     """ctest's dNN.<variant>.objcheck: the early check of the variant's kernel.cu (objcheck.py)."""
     m = load(args.manifest)
@@ -635,11 +642,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     internal = [("_run", cmd_run), ("_discover", cmd_discover), ("_sass", cmd_sass_check),
                 ("_sanitize", cmd_sanitize), ("_objcheck", cmd_objcheck),
-                ("_ctest-summary", cmd_ctest_summary)]
+                ("_ctest-summary", cmd_ctest_summary), ("_ctest-custom", cmd_ctest_custom)]
     for name, func in internal:
         sp = sub.add_parser(name)
         sp.set_defaults(func=func)
-        if name != "_ctest-summary":
+        if name not in ("_ctest-summary", "_ctest-custom"):
             sp.add_argument("--manifest", required=True)
             sp.add_argument("--day", required=True)
             sp.add_argument("--variant", choices=("lab", "solution"), required=True)
@@ -651,6 +658,8 @@ def build_parser() -> argparse.ArgumentParser:
                                           required=True)
     sub.choices["_sanitize"].add_argument("--seconds", type=int, default=300)
     sub.choices["_ctest-summary"].add_argument("--build-dir", required=True)
+    sub.choices["_ctest-custom"].add_argument("--build-dir", required=True)
+    sub.choices["_ctest-custom"].add_argument("--output", required=True)
     sub.choices["_ctest-summary"].add_argument("--start", action="store_true")
     # Hide the internal commands from the help text.
     sub._choices_actions = [a for a in sub._choices_actions if not a.dest.startswith("_")]

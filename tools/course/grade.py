@@ -164,7 +164,7 @@ def student_manifest(m: Manifest, sdir: str, labs: List[Lab], builds: Dict[str, 
         d["lab"] = {"source": b.source,
                     "tests": b.tests or os.path.join(sdir, "build", d["day"], d["day"] + "_lab_tests"),
                     "bench": b.bench or os.path.join(sdir, "build", d["day"], d["day"] + "_lab_bench"),
-                    "kernel_lib": b.object}
+                    "kernel_lib": b.object if b.status == "built" else ""}
         if timeout:
             d["timeout"] = timeout
         kept.append(d)
@@ -177,11 +177,11 @@ def student_manifest(m: Manifest, sdir: str, labs: List[Lab], builds: Dict[str, 
 _q = testrun.cmake_quote
 
 
-def write_ctest_files(sm: Manifest, sdir: str, built: Dict[str, bool],
-                      sanitize_seconds: int = SANITIZE_SECONDS) -> None:
-    """The student's CTestTestfile.cmake: the same tests as a course build's lab variant (the
-    runner fixtures and one test per case, or the not-built placeholders), the SASS checks of
-    the student's code and the graded sanitizer runs."""
+def write_ctest_files(sm: Manifest, sdir: str) -> None:
+    """The student's CTestTestfile.cmake and CTestCustom.cmake: the same registration a course
+    build's lab variant has (testrun.discover: the run fixtures and one test per case, or the
+    not-built placeholders; the SASS checks of the student's code; and, the manifest being a
+    graded student's, the sanitizer runs), and the same summary after ctest."""
     tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bin",
                         "course")
     lines = ["# The tests of one graded student (tools/course/grade.py)."]
@@ -189,28 +189,9 @@ def write_ctest_files(sm: Manifest, sdir: str, built: Dict[str, bool],
         script = os.path.join(sdir, "ctest", f"{lab.day}.cmake")
         R.write_atomically(script, testrun.discover(sm, lab, "lab", tool))
         lines.append(f"include({_q(script)})")
-        if not built.get(lab.day):
-            continue
-        for check in lab.checks_for("lab"):
-            name = f"{lab.day}.lab.sass.{check.name}"
-            cmd = [sm.python, tool, "_sass", "--manifest", sm.path, "--day", lab.day,
-                   "--variant", "lab", "--check", check.name]
-            lines.append(f"add_test({_q(name)} " + " ".join(_q(c) for c in cmd) + ")")
-            lines.append(f"set_tests_properties({_q(name)} PROPERTIES LABELS "
-                         f"\"{lab.day};lab;host;sass\" SKIP_RETURN_CODE 77 TIMEOUT 300)")
-        for tool_name in lab.sanitizers:
-            name = f"{lab.day}.lab.{tool_name}"
-            cmd = [sm.python, tool, "_sanitize", "--manifest", sm.path, "--day", lab.day,
-                   "--variant", "lab", "--tool", tool_name, "--seconds", str(sanitize_seconds)]
-            lines.append(f"add_test({_q(name)} " + " ".join(_q(c) for c in cmd) + ")")
-            lines.append(f"set_tests_properties({_q(name)} PROPERTIES LABELS "
-                         f"\"{lab.day};lab;gpu;sanitizer\" SKIP_RETURN_CODE 77 "
-                         f"TIMEOUT {sanitize_seconds + 60} RUN_SERIAL TRUE)")
     R.write_atomically(os.path.join(sdir, "CTestTestfile.cmake"), "\n".join(lines) + "\n")
-    summary = (f"\\\"{sm.python}\\\" \\\"{tool}\\\" _ctest-summary --build-dir \\\"{sdir}\\\"")
     R.write_atomically(os.path.join(sdir, "CTestCustom.cmake"),
-                       f"set(CTEST_CUSTOM_PRE_TEST \"{summary} --start\")\n"
-                       f"set(CTEST_CUSTOM_POST_TEST \"{summary}\")\n")
+                       testrun.ctest_custom(sm.python, tool, sdir))
 
 
 _points_cache: Dict[str, Dict[str, float]] = {}
@@ -603,9 +584,8 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
                 pass  # the checks themselves will say so
     sm = student_manifest(m, sdir, labs, builds, opts.test_timeout,
                           {"sandbox": jail.prefix(os.path.join(sdir, "sandbox", "tests")),
-                           "verify": True})
-    write_ctest_files(sm, sdir, {d: b.status == "built" for d, b in builds.items()},
-                      opts.sanitize_seconds)
+                           "verify": True, "sanitize_seconds": opts.sanitize_seconds})
+    write_ctest_files(sm, sdir)
 
     # The tests, through ctest, with a seed nobody knows in advance.
     env = dict(os.environ, COURSE_SEED=str(secrets.randbits(62)))

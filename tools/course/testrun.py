@@ -263,10 +263,49 @@ def cmake_quote(s: str) -> str:
 _cmake_quote = cmake_quote
 
 
+def check_lines(m: Manifest, lab: Lab, variant: str, tool: str) -> List[str]:
+    """The checks of (lab, variant)'s compiled code and their ctest lines: the SASS checks
+    (course_add_sass_check) when the kernel library exists, and for a graded student the
+    sanitizer runs the lab grades (course_add_lab's SANITIZERS), with the grader's time limit
+    (m.grading["sanitize_seconds"])."""
+    q = _cmake_quote
+    lines: List[str] = []
+    if os.path.exists(lab.programs(variant).kernel_lib):
+        for check in lab.checks_for(variant):
+            name = f"{lab.day}.{variant}.sass.{check.name}"
+            cmd = [m.python, tool, "_sass", "--manifest", m.path, "--day", lab.day,
+                   "--variant", variant, "--check", check.name]
+            lines.append(f"add_test({q(name)} " + " ".join(q(c) for c in cmd) + ")")
+            lines.append(f"set_tests_properties({q(name)} PROPERTIES LABELS "
+                         f"\"{lab.day};{variant};host;sass\" SKIP_RETURN_CODE 77 TIMEOUT 300)")
+    grading = m.grading or {}
+    if grading.get("verify") and variant == "lab" and os.path.exists(lab.programs(variant).tests):
+        seconds = int(grading.get("sanitize_seconds", 300))
+        for tool_name in lab.sanitizers:
+            name = f"{lab.day}.{variant}.{tool_name}"
+            cmd = [m.python, tool, "_sanitize", "--manifest", m.path, "--day", lab.day,
+                   "--variant", variant, "--tool", tool_name, "--seconds", str(seconds)]
+            lines.append(f"add_test({q(name)} " + " ".join(q(c) for c in cmd) + ")")
+            lines.append(f"set_tests_properties({q(name)} PROPERTIES LABELS "
+                         f"\"{lab.day};{variant};gpu;sanitizer\" SKIP_RETURN_CODE 77 "
+                         f"TIMEOUT {seconds + 60} RUN_SERIAL TRUE)")
+    return lines
+
+
+def ctest_custom(python: str, tool: str, build_dir: str) -> str:
+    """CTestCustom.cmake of a build (the course's, or a graded student's folder): after every
+    ctest run, one line that says what passed, failed and was skipped, and why (ctest alone
+    says "100% tests passed" when every GPU test was skipped)."""
+    summary = f"\\\"{python}\\\" \\\"{tool}\\\" _ctest-summary --build-dir \\\"{build_dir}\\\""
+    return (f"set(CTEST_CUSTOM_PRE_TEST \"{summary} --start\")\n"
+            f"set(CTEST_CUSTOM_POST_TEST \"{summary}\")\n")
+
+
 def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
     """The ctest script (add_test / set_tests_properties lines) of (lab, variant): the run
     fixtures and one test per case; one failing test per exercise when the program is not
-    built. `tool` is tools/bin/course."""
+    built; the checks of the compiled code (check_lines). The same for a course build and for
+    a graded student (grade.py). `tool` is tools/bin/course."""
     p = lab.programs(variant)
     prefix = f"{lab.day}.{variant}"
     report = os.path.join(m.source_dir, "tools", "report_case.sh")
@@ -291,7 +330,7 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
                          f"{_cmake_quote(os.path.join(case_dir(m, lab, variant), NOT_BUILT))})")
             lines.append(f"set_tests_properties({_cmake_quote(name)} PROPERTIES "
                          f"LABELS \"{lab.day};{variant};gpu\")")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + check_lines(m, lab, variant, tool)) + "\n"
 
     groups: Dict[str, List[str]] = {g: [] for g in GROUPS}
     for t in tests:
@@ -320,5 +359,5 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
                          f"FIXTURES_REQUIRED {_cmake_quote(fixture)} "
                          f"LABELS \"{lab.day};{variant};{lab.kind_of(t)}\" "
                          f"SKIP_RETURN_CODE 77 TIMEOUT 30)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + check_lines(m, lab, variant, tool)) + "\n"
 
