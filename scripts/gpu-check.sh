@@ -24,7 +24,8 @@
 #              per test, default 20, and per sanitizer run, default 300: a planted hang costs
 #              that much wherever it hangs), MUTANT_JOBS (students graded at once; default 4),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300),
-#              SANITIZE_JOBS (checker runs at once; default 1).
+#              SANITIZE_JOBS (checker runs at once; default 1), CHECK_NO_REBUILD (check: leave
+#              the starters unbuilt after), ATTACK_JOBS (attacks: students graded at once).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -136,7 +137,11 @@ if want check; then
   done
   for f in "$out"/starters/*.cu; do cp "$f" "labs/$(basename "$f" .cu)/kernel.cu"; done
   rm -rf "$out/starters"
-  cmake --build --preset "$preset" -j "$jobs" >"$out/build-restored.log" 2>&1 || tail -n 20 "$out/build-restored.log"
+  # CHECK_NO_REBUILD=1: the starters are back in the tree but not rebuilt (the last step of a
+  # run on a machine that is given back after it).
+  [ -n "${CHECK_NO_REBUILD:-}" ] ||
+    cmake --build --preset "$preset" -j "$jobs" >"$out/build-restored.log" 2>&1 ||
+    tail -n 20 "$out/build-restored.log"
 fi
 
 if want bench; then
