@@ -1315,7 +1315,10 @@ TEST_F(ScanTilesLargeIndex, ScansTilesPastTwoToThe31) {
     if (got_sums[k] != want_sums[k]) {
       ADD_FAILURE() << "tile_sums[" << tile_at[k] << "] (the tile of element "
                     << course::describe_index(at[k]) << ") is " << got_sums[k] << ", expected "
-                    << want_sums[k] << " (" << todo << ": tile * kScanTile in 64 bits)";
+                    << want_sums[k] << " (" << todo
+                    << (tile_at[k] * kTile >= course::kTwoTo31
+                            ? ": the tile starts past 2^31; compute tile * kScanTile in 64 bits)"
+                            : ": the tile's total, which load_and_scan_tile returns)");
       break;
     }
 }
