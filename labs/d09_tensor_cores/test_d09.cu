@@ -6,6 +6,34 @@
 // came from, so a wrong output is decoded the same way. Outputs are poisoned before every run;
 // guard elements after every GEMM output must keep their poison. The Hopper suite (WgmmaTile)
 // skips, saying why, on every GPU but compute capability 9.0.
+// The grader replays what the tests read of the code under test (course/observe.h): the host
+// maps are read once into tables that are observed, the GPU outputs through read_back.
+//
+// What the code of this day can get wrong, and the test that sees it:
+//   WMMA tiles indexed with the wrong leading dimension, f16 vs bf16, partial tiles accepted
+//                                      WmmaGemm.*, WmmaGemmSizes.*
+//   a fragment map transposed, its 8-row or 8-column halves swapped, registers or halves of a
+//   register swapped, group and thread confused      MmaLayout.* (named in words)
+//   the mma.sync operands loaded or C stored at the wrong places   MmaSync.Sees*
+//   ldmatrix: .trans missing or extra, a matrix's row addresses from the wrong lanes
+//                                      Ldmatrix.HandsOutEveryElementAsThePtxIsaSays
+//   a swizzle that is not a permutation, or leaves bank conflicts (64- and 128-byte rows)
+//                                      SwizzleBanks.*; store and load swizzled differently:
+//                                      SwizzleLdmatrix.*
+//   the GEMM's partial tiles (M, N, K not multiples of 64; K < 16; K % 8 != 0), padding that is
+//   not zero, misaligned rows, K == 0      MmaGemm.MatchesTheReference, MmaGemmEdges.*
+//   a tile overwritten while another warp reads it (a missing barrier)   racecheck (the tests
+//                                      rarely see it on the H100)
+//   r * K (a row offset) in 32 bits        WmmaGemmLargeIndex.*, MmaGemmLargeIndex.*
+//   the wgmma descriptor's fields (>> 4, LBO/SBO swapped, swizzle bits), the core-matrix layout
+//                                      WgmmaDescriptor.*, WgmmaSmemLayout.*
+//   wgmma's accumulators read before wait_group, chained steps reset (scale-d)   WgmmaTile.*
+//   no fence.proxy.async between the shared-memory stores and wgmma (a race between proxies
+//   that today's GPUs rarely show)      the SASS check wgmma_kernel_fences_the_async_proxy
+//   the launchers' promises (WMMA multiples of 16, wgmma N and K)   WmmaGemmSizes.*,
+//                                      WgmmaTileLimits.*
+//   the instructions themselves (HMMA, LDSM, HGMMA), bank conflicts   the SASS checks; the
+//                                      graded benchmark rows of the two GEMMs
 #include <gtest/gtest.h>
 
 #include <array>
@@ -20,6 +48,7 @@
 #include "course/buffer.h"
 #include "course/check.h"
 #include "course/device.h"
+#include "course/large.h"
 #include "course/random.h"
 #include "course/reference/gemm.h"
 #include "course/testing.h"
@@ -203,13 +232,10 @@ class WmmaGemmSizes : public course::GpuTest {};
 TEST_F(WmmaGemmSizes, RejectsPartialTilesAndComputesWholeOnes) {
   DeviceBuffer<bfloat16> A(32 * 32), B(32 * 32);
   DeviceBuffer<float> C(32 * 32);
-  std::string message;
-  try {
-    d09::wmma_gemm_bf16(A.data(), B.data(), C.data(), 17, 16, 16);
-  } catch (const course::InvalidArgument& e) {
-    message = e.what();
-  }
-  EXPECT_NE(message.find("multiples of 16"), std::string::npos)
+  const course::Thrown t = course::observed_throw<course::InvalidArgument>(
+      [&] { d09::wmma_gemm_bf16(A.data(), B.data(), C.data(), 17, 16, 16); }, "M = 17");
+  const std::string message = t.threw || t.threw_other ? t.what : "";
+  EXPECT_TRUE(t.threw && message.find("multiples of 16") != std::string::npos)
       << "M = 17 is not a multiple of 16: the launcher must refuse it with a message that says "
          "so; it said: '"
       << message << "'";
@@ -238,9 +264,16 @@ FragCoord ptx_c(int lane, int i) {  // c0..c3
 
 using CoordFn = std::function<FragCoord(int, int)>;
 
-// What is wrong with `got` compared with `want`, in words; empty when they agree everywhere.
-std::string diagnose_fragment(const CoordFn& got, const CoordFn& want, int elements, int rows,
+// What is wrong with `map` compared with `want`, in words; empty when they agree everywhere.
+// The map is read once into a table, which the grader observes (course/observe.h): the
+// diagnosis then works on what the code under test said, in the grader's replay too.
+std::string diagnose_fragment(const CoordFn& map, const CoordFn& want, int elements, int rows,
                               int cols, const std::string& name, const std::string& todo) {
+  std::vector<FragCoord> table(static_cast<std::size_t>(32 * elements));
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < elements; ++i) table[lane * elements + i] = map(lane, i);
+  table = course::observed(std::move(table), "fragment map");
+  const auto got = [&](int lane, int i) { return table[lane * elements + i]; };
   const auto all = [&](const std::function<bool(int, int)>& same) {
     for (int lane = 0; lane < 32; ++lane)
       for (int i = 0; i < elements; ++i)
@@ -578,12 +611,12 @@ int worst_phase(int row_bytes, const std::function<int(int, int)>& place) {
 TEST(SwizzleBanks, PermutesTheChunksOfEveryRow) {
   for (int row_bytes : {64, 128}) {
     const int chunks = row_bytes / 16;
-    ASSERT_NE(d09::swizzle_chunk(0, 0, row_bytes), -1)
+    ASSERT_NE(course::observed(d09::swizzle_chunk(0, 0, row_bytes), "swizzle_chunk"), -1)
         << "swizzle_chunk returned -1: not written yet (chunk_xor: TODO(d09.5a))";
     for (int row = 0; row < 64; ++row) {
       std::set<int> seen;
       for (int c = 0; c < chunks; ++c) {
-        const int p = d09::swizzle_chunk(row, c, row_bytes);
+        const int p = course::observed(d09::swizzle_chunk(row, c, row_bytes), "swizzle_chunk");
         ASSERT_TRUE(p >= 0 && p < chunks)
             << "row_bytes = " << row_bytes << ": chunk " << c << " of row " << row << " goes to "
             << p << ", outside the row's " << chunks << " chunks (TODO(d09.5a))";
@@ -603,10 +636,11 @@ TEST(SwizzleBanks, MakesEveryLdmatrixPhaseConflictFree) {
   ASSERT_EQ(worst_phase(128, [](int, int c) { return c; }), 8);
   ASSERT_EQ(worst_phase(64, [](int, int c) { return c; }), 4);
   for (int row_bytes : {64, 128}) {
-    ASSERT_NE(d09::swizzle_chunk(0, 0, row_bytes), -1)
+    ASSERT_NE(course::observed(d09::swizzle_chunk(0, 0, row_bytes), "swizzle_chunk"), -1)
         << "swizzle_chunk returned -1: not written yet (chunk_xor: TODO(d09.5a))";
-    const int worst =
-        worst_phase(row_bytes, [&](int r, int c) { return d09::swizzle_chunk(r, c, row_bytes); });
+    const int worst = worst_phase(row_bytes, [&](int r, int c) {
+      return course::observed(d09::swizzle_chunk(r, c, row_bytes), "swizzle_chunk");
+    });
     EXPECT_EQ(worst, 1) << "rows of " << row_bytes << " bytes: some ldmatrix phase (8 rows at "
                         << "one logical chunk) still takes " << worst
                         << " wavefronts: the 8 rows must land in 8 different 16-byte bank groups"
@@ -698,12 +732,84 @@ TEST_F(MmaGemmEdges, WritesZerosForKZeroAndComputesK1) {
 }
 
 // =============================================================================================
+// 64-bit indices: A [M, K] of 2^31 + 2^24 + 2^18 bfloat16 (4 GiB; M = 132112, a multiple of 16,
+// K = 16384), so that the rows from 131072 on start past 2^31, where a row offset r * K computed
+// in 32 bits wraps. A is filled on the GPU with a pattern the host recomputes (course/large.h);
+// the rows of C holding A's elements near 0, 2^31 and the end (and a few at random) are checked.
+// Alone on the GPU (SERIAL_SUITES in CMakeLists.txt).
+constexpr std::int64_t kLargeM = 132112, kLargeK = 16384, kLargeN = 16;
+constexpr std::size_t kLargeGemmBytes =
+    static_cast<std::size_t>(kLargeM * kLargeK) * sizeof(bfloat16) + (64u << 20);
+
+void expect_gemm_large(const GemmFn<bfloat16>& gemm, const std::string& todo) {
+  const std::int64_t n = kLargeM * kLargeK;
+  const course::Pattern p{course::seed_for(40), -1.0, 1.0};
+  const auto B = course::random_uniform<bfloat16>(kLargeN * kLargeK, course::seed_for(41));
+  DeviceBuffer<bfloat16> A(static_cast<std::size_t>(n)), dB(B);
+  DeviceBuffer<float> C(static_cast<std::size_t>(kLargeM * kLargeN));
+  course::fill_pattern(A.data(), n, p);
+  course::poison_on_device(C.data(), kLargeM * kLargeN);
+  gemm(A.data(), dB.data(), C.data(), kLargeM, kLargeN, kLargeK);
+  const auto rows = course::large_sample_rows(kLargeM, kLargeK, course::seed_for(42));
+  std::vector<std::int64_t> at;
+  std::vector<double> want, bound;
+  std::vector<double> a_row(static_cast<std::size_t>(kLargeK));
+  for (const std::int64_t m : rows) {
+    for (std::int64_t k = 0; k < kLargeK; ++k)
+      a_row[static_cast<std::size_t>(k)] =
+          course::pattern_double_value<bfloat16>(p, m * kLargeK + k);
+    for (std::int64_t c = 0; c < kLargeN; ++c) {
+      double dot = 0.0, abs_sum = 0.0;
+      for (std::int64_t k = 0; k < kLargeK; ++k) {
+        const double prod = a_row[static_cast<std::size_t>(k)] *
+                            course::to_double(B[static_cast<std::size_t>(c * kLargeK + k)]);
+        dot += prod;
+        abs_sum += std::fabs(prod);
+      }
+      at.push_back(m * kLargeN + c);
+      want.push_back(dot);
+      bound.push_back(static_cast<double>(kLargeK) * kAccumulationUlp * abs_sum);
+    }
+  }
+  const auto got = course::gather(C.data(), kLargeM * kLargeN, at);
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    const float v = got[i];
+    if (course::DType<float>::is_poison(v) || !(std::fabs(v - want[i]) <= bound[i])) {
+      const std::int64_t m = at[i] / kLargeN;
+      ADD_FAILURE() << "C [" << kLargeM << ", " << kLargeN << "] (" << todo << "): element [" << m
+                    << ", " << at[i] % kLargeN << "] is "
+                    << (course::DType<float>::is_poison(v) ? std::string("never written")
+                                                           : std::to_string(v))
+                    << ", expected " << want[i] << " (within " << bound[i] << "). Row " << m
+                    << " of A starts at element " << course::describe_index(m * kLargeK)
+                    << (m * kLargeK >= course::kTwoTo31
+                            ? ", past 2^31: compute the row offset r * K in 64 bits"
+                            : "")
+                    << course::seed_hint();
+      return;
+    }
+  }
+}
+
+class WmmaGemmLargeIndex : public course::GpuTest {};
+TEST_F(WmmaGemmLargeIndex, ReadsRowsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeGemmBytes);
+  expect_gemm_large(d09::wmma_gemm_bf16, "wmma_gemm_kernel: TODO(d09.1)");
+}
+class MmaGemmLargeIndex : public course::GpuTest {};
+TEST_F(MmaGemmLargeIndex, ReadsRowsPastTwoToThe31) {
+  COURSE_SKIP_UNLESS_GPU_MEMORY(kLargeGemmBytes);
+  expect_gemm_large(kGemmMma, kGemmTodo);
+}
+
+// =============================================================================================
 // Exercise 7: Wgmma. Host: the descriptor's bit fields and the no-swizzle K-major layout.
 COURSE_POINTS(Wgmma, 20);
 
 TEST(WgmmaDescriptor, PacksEveryFieldWhereThePtxIsaSays) {
   const std::uint32_t address = 0x2a40, lbo = 128, sbo = 4096;
-  const std::uint64_t d = d09::wgmma_descriptor(address, lbo, sbo, 0);
+  const std::uint64_t d =
+      course::observed(d09::wgmma_descriptor(address, lbo, sbo, 0), "descriptor");
   ASSERT_NE(d, 0u) << "wgmma_descriptor returned 0: not written yet (matrix_descriptor: "
                       "TODO(d09.7a))";
   const auto field = [](std::uint64_t v, int lo, int bits) {
@@ -724,37 +830,45 @@ TEST(WgmmaDescriptor, PacksEveryFieldWhereThePtxIsaSays) {
             0u)
       << "bits outside the four fields (14-15, 30-31, 46-61: base offset 0) must be 0";
   for (int mode = 1; mode < 4; ++mode)
-    EXPECT_EQ(field(d09::wgmma_descriptor(address, lbo, sbo, mode), 62, 2),
+    EXPECT_EQ(field(course::observed(d09::wgmma_descriptor(address, lbo, sbo, mode), "descriptor"),
+                    62, 2),
               static_cast<std::uint64_t>(mode))
         << "swizzle mode " << mode << " goes in bits 62-63";
   // The largest values that fit: a 14-bit field of 16-byte units reaches 256 KiB - 16.
-  const std::uint64_t big = d09::wgmma_descriptor(0x3fff0, 0x3fff0, 0x3fff0, 3);
+  const std::uint64_t big =
+      course::observed(d09::wgmma_descriptor(0x3fff0, 0x3fff0, 0x3fff0, 3), "descriptor");
   EXPECT_EQ(big, std::uint64_t{0x3fff} | (std::uint64_t{0x3fff} << 16) |
                      (std::uint64_t{0x3fff} << 32) | (std::uint64_t{3} << 62))
       << "with every field at its largest, no bit may spill into a neighbour";
 }
 
 TEST(WgmmaSmemLayout, IsTheNoSwizzleKMajorCoreMatrixLayout) {
-  ASSERT_NE(d09::wgmma_smem_offset(0, 0, 64), -1)
+  ASSERT_NE(course::observed(d09::wgmma_smem_offset(0, 0, 64), "offset"), -1)
       << "wgmma_smem_offset returned -1: not written yet (core_matrix_offset: TODO(d09.7a))";
   for (int K : {16, 64, 256})
     for (int rows : {64, 128}) {
       SCOPED_TRACE("K = " + std::to_string(K) + ", rows = " + std::to_string(rows));
+      // Every offset of this shape, read once and observed as one table (course/observe.h).
+      std::vector<std::int64_t> table(static_cast<std::size_t>(rows * K));
+      for (int row = 0; row < rows; ++row)
+        for (int k = 0; k < K; ++k) table[row * K + k] = d09::wgmma_smem_offset(row, k, K);
+      table = course::observed(std::move(table), "wgmma_smem_offset");
+      const auto offset_of = [&](int row, int k) { return table[row * K + k]; };
       std::set<std::int64_t> offsets;
       for (int row = 0; row < rows; ++row)
         for (int k = 0; k < K; ++k) {
-          const std::int64_t got = d09::wgmma_smem_offset(row, k, K);
+          const std::int64_t got = offset_of(row, k);
           const std::int64_t core = (row / 8) * (K / 8) + k / 8;  // core matrix, K-fastest
           const std::int64_t want = core * 128 + (row % 8) * 16 + (k % 8) * 2;
           if (got != want) {
             std::string why = "element (" + std::to_string(row) + ", " + std::to_string(k) +
                               ") at byte " + std::to_string(got) + ", expected " +
                               std::to_string(want) + ": ";
-            if (d09::wgmma_smem_offset(0, 1, K) != 2)
+            if (offset_of(0, 1) != 2)
               why += "the 8 elements of a core-matrix row are 16 contiguous bytes";
-            else if (d09::wgmma_smem_offset(1, 0, K) != 16)
+            else if (offset_of(1, 0) != 16)
               why += "the 8 rows of a core matrix are 16 bytes apart (128 contiguous bytes)";
-            else if (d09::wgmma_smem_offset(0, 8, K) != 128)
+            else if (offset_of(0, 8) != 128)
               why += "the next core matrix along K follows at +128 bytes (the LBO of the kernel)";
             else
               why += "the next 8-row group starts K * 16 bytes further on (the SBO)";
@@ -767,8 +881,7 @@ TEST(WgmmaSmemLayout, IsTheNoSwizzleKMajorCoreMatrixLayout) {
 }
 
 // GPU: one 64xN tile.
-class WgmmaTile : public course::GpuTest,
-                  public ::testing::WithParamInterface<std::pair<int, int>> {
+class WgmmaGpuTest : public course::GpuTest {
  protected:
   void SetUp() override {
     course::GpuTest::SetUp();
@@ -779,17 +892,39 @@ class WgmmaTile : public course::GpuTest,
                    << facts.name << " (" << facts.cc_major << "." << facts.cc_minor << ")";
   }
 };
+class WgmmaTile : public WgmmaGpuTest, public ::testing::WithParamInterface<std::pair<int, int>> {};
+
+const GemmFn<bfloat16> kWgmma = [](const bfloat16* A, const bfloat16* B, float* C, std::int64_t,
+                                   std::int64_t n, std::int64_t k) {
+  d09::wgmma_64xn(A, B, C, static_cast<int>(n), static_cast<int>(k));
+};
+const std::string kWgmmaTodo =
+    "wgmma_64xn_kernel: TODO(d09.7b); if every element is wrong, check the descriptors' LBO/SBO "
+    "and the shared-memory layout, and the fence.proxy.async before the barrier";
 
 TEST_P(WgmmaTile, MatchesTheReference) {
   const auto [N, K] = GetParam();
-  const GemmFn<bfloat16> fn = [](const bfloat16* A, const bfloat16* B, float* C, std::int64_t,
-                                 std::int64_t n, std::int64_t k) {
-    d09::wgmma_64xn(A, B, C, static_cast<int>(n), static_cast<int>(k));
-  };
-  check_gemm<bfloat16>(fn, {d09::kWgmmaM, N, K}, 64,
-                       "wgmma_64xn_kernel: TODO(d09.7b); if every element is wrong, check the "
-                       "descriptors' LBO/SBO and the shared-memory layout, and the "
-                       "fence.proxy.async before the barrier");
+  check_gemm<bfloat16>(kWgmma, {d09::kWgmmaM, N, K}, 64, kWgmmaTodo);
+}
+
+// lab.h's promises at their edges: N = 64 with the shortest K (16) is computed first (so that
+// the test fails until the kernel is written); then every other N, and K not a multiple of 16
+// or outside [16, 256], is refused with course::InvalidArgument before anything is launched.
+class WgmmaTileLimits : public WgmmaGpuTest {};
+TEST_F(WgmmaTileLimits, RefusesShapesOutsideLabH) {
+  check_gemm<bfloat16>(kWgmma, {d09::kWgmmaM, 64, 16}, 64, kWgmmaTodo);
+  if (HasFailure()) return;
+  DeviceBuffer<bfloat16> A(d09::kWgmmaM * 272), B(256 * 272);
+  DeviceBuffer<float> C(d09::kWgmmaM * 256);
+  const std::pair<int, int> refused[] = {{32, 64}, {96, 64}, {256, 64}, {64, 0},
+                                         {64, 8},  {64, 24}, {64, 272}};  // (N, K)
+  for (const auto& [N, K] : refused)
+    COURSE_EXPECT_THROW(d09::wgmma_64xn(A.data(), B.data(), C.data(), N, K),
+                        course::InvalidArgument)
+        << "N = " << N << ", K = " << K
+        << ": lab.h allows N = 64 or 128 and K a multiple of 16 in [16, 256]. The launcher in "
+           "kernel.cu checks this with course::require before launching: keep its checks as "
+           "they are given.";
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaTile,
                          ::testing::Values(std::pair{64, 16}, std::pair{64, 64}, std::pair{128, 48},
