@@ -253,10 +253,11 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
     return finish("built")
 
 
-def programs_missing(m: Manifest) -> List[str]:
-    """Class build programs a student's build needs (the compiled tests and harness)."""
+def programs_missing(m: Manifest, labs: Optional[List[Lab]] = None) -> List[str]:
+    """Class build programs a student's build of `labs` (default: every lab) needs (the
+    compiled tests and harness)."""
     missing = []
-    for lab in m.labs:
+    for lab in labs if labs is not None else m.labs:
         for p in (lab.solution.tests, lab.solution.bench):
             if not os.path.exists(p):
                 missing.append(p)

@@ -340,9 +340,10 @@ def cmd_sanitize(args) -> int:
     Graded (the student's manifest has a sandbox): the tool runs inside the student's sandbox
     (compute-sanitizer cannot reach a program in another one), and the program gets exactly the
     command line and environment of its graded test run (the events descriptor, the recording
-    flag, the seed), so that it cannot tell the checked run from the others by them. The tool's
-    report comes through a pipe; a run that does not finish, a tool that is killed or that
-    reports no summary fails."""
+    flag, the seed), so that it cannot tell the checked run from the others by them. The tool
+    reports on standard output, between the program's own lines: a program can add error lines
+    there (which fail it) but not remove the tool's, and a run that does not finish, a tool that
+    is killed or that reports no summary fails."""
     import shutil  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
     import threading  # noqa: PLC0415
@@ -362,7 +363,6 @@ def cmd_sanitize(args) -> int:
     listed = lab.solution.tests if graded else program
     tests = [t for t in runner.list_tests(listed)
              if not lab.is_serial(t) and lab.kind_of(t) != "host"]
-    report_r, report_w = os.pipe()
     events_r, events_w = os.pipe()
     env = dict(os.environ, COURSE_EVENTS_FD=str(events_w))
     # The checker sets its own variables; the graded runs' decoys of them go (sandbox.py).
@@ -374,26 +374,18 @@ def cmd_sanitize(args) -> int:
     # and some tests provoke one on purpose (Day 8's pool runs the device out of memory and
     # must recover); memcheck reported those as "Program hit cudaErrorMemoryAllocation".
     argv = prefix + [tool, "--tool", args.tool, "--error-exitcode", "99", "--print-limit", "20",
-                     "--report-api-errors", "no", "--log-file", f"/dev/fd/{report_w}",
+                     "--report-api-errors", "no",
                      program, f"--gtest_filter={runner.gtest_filter(tests)}"]
     if graded:
         argv.append("--course_record")
-    chunks: List[bytes] = []
+    def drain(fd: int) -> None:  # the program's events and observations: not needed here
+        while os.read(fd, 1 << 16):
+            pass
 
-    def drain(fd: int, keep: bool) -> None:
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return
-            if keep and sum(len(c) for c in chunks) < (16 << 20):
-                chunks.append(chunk)
-
-    readers = [threading.Thread(target=drain, args=(report_r, True), daemon=True),
-               threading.Thread(target=drain, args=(events_r, False), daemon=True)]
+    readers = [threading.Thread(target=drain, args=(events_r,), daemon=True)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env, pass_fds=(report_w, events_w),
+                            stdin=subprocess.DEVNULL, env=env, pass_fds=(events_w,),
                             start_new_session=True)
-    os.close(report_w)
     os.close(events_w)
     for r in readers:
         r.start()
@@ -410,10 +402,9 @@ def cmd_sanitize(args) -> int:
         timed_out = True
     for r in readers:
         r.join(timeout=30)
-    os.close(report_r)
     os.close(events_r)
     out = out_bytes.decode("utf-8", "replace")
-    report = b"".join(chunks).decode("utf-8", "replace")
+    report = out
     if timed_out:
         print(f"FAILED: {args.tool} did not finish {len(tests)} tests within {args.seconds} s: "
               "a kernel that hangs or is far too slow under the checker (it runs every access "
@@ -427,10 +418,9 @@ def cmd_sanitize(args) -> int:
         return sass.SKIP
     lines = report.splitlines()
     errors = [l for l in lines if re.match(r"^========= (Invalid|Race|Error|Program hit|"
-                                           r"Uninitialized|Barrier|Warning)", l)]
+                                           r"Uninitialized|Barrier)", l)]
     summaries = [l for l in lines if re.search(r"(ERROR|RACECHECK) SUMMARY: ", l)]
-    found = [int(n) for l in summaries for n in re.findall(r"SUMMARY: (\d+)", l)]
-    if proc.returncode == 99 or errors or any(found):
+    if proc.returncode == 99 or errors:
         summary = next((l for l in summaries if re.search(r"SUMMARY: [1-9]", l)),
                        summaries[0] if summaries else "")
         print(f"FAILED: {args.tool} found problems in your kernels over {len(tests)} tests: "

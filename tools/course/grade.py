@@ -1062,7 +1062,8 @@ def grade_class(m: Manifest, submissions: str, opts: Options,
                 only: Optional[List[int]] = None, merge: bool = True) -> int:
     submissions = os.path.abspath(submissions)
     opts.submissions = submissions
-    missing = classbuild.programs_missing(m)
+    labs = [l for l in m.labs if not opts.days or l.day in opts.days]
+    missing = classbuild.programs_missing(m, labs)
     if missing:
         raise classbuild.ClassBuildError(
             "the class build is not built (missing " + ", ".join(missing[:3]) + "...): "
@@ -1073,7 +1074,6 @@ def grade_class(m: Manifest, submissions: str, opts: Options,
             raise classbuild.ClassBuildError(
                 f"the sandbox that student programs run in cannot start here: {why}. Grading "
                 "without it (--no-sandbox) trusts every submission.")
-    labs = [l for l in m.labs if not opts.days or l.day in opts.days]
     commands = {lab.day: classbuild.commands_for(m, lab) for lab in labs}
     students, skipped = submission.roster(submissions)
     for name, reason in skipped:
