@@ -235,7 +235,7 @@ endfunction()
 
 # course_add_sass_check(<lab> <check_name> WHAT "<phrase>" LESSON "<where>" [EXERCISE <suite>]
 #                       [KERNEL regex] [REQUIRE regex...] [FORBID regex...] [ARCHS sm_90a...]
-#                       [SOLUTION_ONLY])
+#                       [SOLUTION_ONLY] [CORRECTNESS])
 # A host test of compiled device code (tools/course/sass.py): disassembles a kernel library
 # with cuobjdump and checks the instructions of the kernels KERNEL selects, on every
 # architecture it was compiled for, or only on ARCHS (cuobjdump's names: a Hopper kernel's sm_80
@@ -244,7 +244,9 @@ endfunction()
 # (`course _discover`, tools/course/testrun.py, the same code for a course build and for a
 # graded student): dNN.lab.sass.<name> for the student's code and dNN.solution.sass.<name> for
 # the solution's, labelled host and sass; SOLUTION_ONLY checks (code the starter gives complete,
-# library baselines) only for the solution.
+# library baselines) only for the solution. A CORRECTNESS check sees a mistake that makes the
+# kernel wrong, not slow (a missing fence: a race no test run is sure to show): the grader counts
+# it as one of its exercise's test cases, not among the performance points.
 # A failure reads: "<EXERCISE>: your <kernel> must <WHAT>, but ... (see <LESSON>)".
 # Example: course_add_sass_check(d02_coalescing vectorized_copy EXERCISE VectorizedCopy
 #            WHAT "move 16 bytes per load and store" LESSON "lesson 2 §5"
@@ -258,8 +260,8 @@ if(NOT COURSE_CUOBJDUMP)
   set(COURSE_CUOBJDUMP "")
 endif()
 function(course_add_sass_check lab check_name)
-  cmake_parse_arguments(CHECK "SOLUTION_ONLY" "KERNEL;EXERCISE;WHAT;LESSON" "REQUIRE;FORBID;ARCHS"
-                        ${ARGN})
+  cmake_parse_arguments(CHECK "SOLUTION_ONLY;CORRECTNESS" "KERNEL;EXERCISE;WHAT;LESSON"
+                        "REQUIRE;FORBID;ARCHS" ${ARGN})
   string(REGEX MATCH "^d[0-9][0-9]" day "${lab}")
   if(NOT CHECK_KERNEL)
     set(CHECK_KERNEL ".*")
@@ -281,8 +283,16 @@ function(course_add_sass_check lab check_name)
   else()
     set(solution_only false)
   endif()
+  if(CHECK_CORRECTNESS)
+    if(NOT CHECK_EXERCISE)
+      message(FATAL_ERROR "course_add_sass_check(${lab} ${check_name}): CORRECTNESS needs EXERCISE")
+    endif()
+    set(correctness true)
+  else()
+    set(correctness false)
+  endif()
   set_property(GLOBAL APPEND PROPERTY COURSE_LAB_${day}_SASS
-    "{\"name\": ${name_json}, \"exercise\": ${exercise_json}, \"what\": ${what_json}, \"lesson\": ${lesson_json}, \"kernel\": ${kernel_json}, \"require\": ${require_json}, \"forbid\": ${forbid_json}, \"solution_only\": ${solution_only}, \"archs\": ${archs_json}}")
+    "{\"name\": ${name_json}, \"exercise\": ${exercise_json}, \"what\": ${what_json}, \"lesson\": ${lesson_json}, \"kernel\": ${kernel_json}, \"require\": ${require_json}, \"forbid\": ${forbid_json}, \"solution_only\": ${solution_only}, \"archs\": ${archs_json}, \"correctness\": ${correctness}}")
 endfunction()
 
 # <build>/course_manifest.json: what the course tool, the test runner and the grader know

@@ -215,16 +215,17 @@ void BM_fused_add_rmsnorm(benchmark::State& state) {
   const auto residual = course::random_uniform<T>(n, course::seed_for(5));
   const auto w =
       course::random_uniform<T>(static_cast<std::size_t>(hidden), course::seed_for(6), -2.0, 2.0);
-  DeviceBuffer<T> dx(x), dres(residual), dw(w), dy(n);
+  DeviceBuffer<T> dx(x), dres(residual), dres0(residual), dw(w), dy(n);
   const auto run = [&] {
     d06::fused_add_rmsnorm(dx.data(), dres.data(), dw.data(), dy.data(), rows, hidden, kEps);
   };
-  // Timed runs keep adding x into the residual: the values drift, the traffic does not. The
-  // residual is an input as well as an output, so it cannot be poisoned: the re-check uploads
-  // the original residual again (and poisons y), and the audited call must then produce the
-  // same two outputs as the first call.
+  // Timed runs would keep adding x into the residual. The residual is an input as well as an
+  // output, so it cannot be poisoned: before every timed call the original residual is copied
+  // back from a device copy (dres0) and y is poisoned, so that every call, audited or not, must
+  // produce the same two outputs as the first call.
   const auto poison = [&] {
-    dres.upload(residual);
+    COURSE_CUDA_CHECK(
+        cudaMemcpy(dres.data(), dres0.data(), dres.bytes(), cudaMemcpyDeviceToDevice));
     dy.poison();
   };
   std::vector<double> sum(n);

@@ -635,8 +635,10 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
                 check = next((c for c in lab.sass_checks if c.name == ".".join(parts[3:])), None)
                 text = "\n".join(l for l in t.output.splitlines() if l.strip())
                 message = re.sub(r"^(FAILED|passed|skipped|SKIPPED|NOT RUN): ", "", text)
+                # A correctness check is one of its exercise's cases (course_add_sass_check).
+                kind = "host" if check is not None and check.correctness else "sass"
                 cases.append(R.Case(".".join(parts[2:]), t.status, message=whole(message),
-                                    exercise=check.exercise if check else "", kind="sass"))
+                                    exercise=check.exercise if check else "", kind=kind))
             elif len(parts) == 3 and parts[0] == lab.day and parts[2] in lab.sanitizers:
                 cases.append(R.Case(parts[2], t.status, message=whole(t.output.strip()),
                                     kind="sanitizer"))

@@ -29,6 +29,7 @@ class SassCheck:
     forbid: List[str] = field(default_factory=list)
     solution_only: bool = False
     archs: List[str] = field(default_factory=list)  # only these architectures; empty: every one
+    correctness: bool = False  # a test case of its exercise (correctness points), not performance
 
 
 @dataclass

@@ -96,9 +96,13 @@ def _include_name_problem(name: str) -> str:
         return ("an absolute path: a submission includes only its lab's headers, the course's "
                 "harness, the CUDA toolkit's and the standard library's")
     parts = re.split(r"[\\/]+", name)
-    if ".." in parts:
+    # Another lab's header, as Day 14 includes Days 6, 10 and 12's (found through the lab's
+    # include folder): "../dNN_topic/header.h" and nothing else with `..` in it.
+    sibling = re.fullmatch(r"\.\./d\d\d_[A-Za-z0-9_]+/[A-Za-z0-9_.-]+\.(h|hpp|cuh)", name)
+    if ".." in parts and not sibling:
         return ("`..` leaves the folders a submission may include from (its lab's headers, the "
-                "course's harness, the CUDA toolkit's and the standard library's)")
+                "other labs' headers as ../dNN_topic/lab.h, the course's harness, the CUDA "
+                "toolkit's and the standard library's)")
     if "solutions" in parts:
         return "the course's solutions are not yours to include"
     return ""

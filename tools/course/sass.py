@@ -201,20 +201,23 @@ def describe(result: CheckResult, lab: Lab) -> str:
 
 def check_case(m: Manifest, lab: Lab, variant: str, check: SassCheck,
                dis: Optional[Disassembly] = None) -> R.Case:
-    """A SASS check as a test case (kind "sass"): passed, failed, or skipped without tools."""
+    """A SASS check as a test case: passed, failed, or skipped without tools. Kind "sass" (its
+    points are performance points), or "host" for a CORRECTNESS check (one of its exercise's
+    cases)."""
     name = f"sass.{check.name}"
+    kind = "host" if check.correctness else "sass"
     try:
         if dis is None:
             dis = disassemble(lab.programs(variant).kernel_lib, m.cuobjdump,
                               os.path.join(m.binary_dir, "sass-cache"))
     except ToolMissing as e:
-        return R.Case(name, R.SKIPPED, message=str(e), exercise=check.exercise, kind="sass")
+        return R.Case(name, R.SKIPPED, message=str(e), exercise=check.exercise, kind=kind)
     except (OSError, RuntimeError) as e:
         return R.Case(name, R.NOT_RUN, message=f"not run: {e}", exercise=check.exercise,
-                      kind="sass")
+                      kind=kind)
     result = run_check(check, dis, variant)
     if result.skipped:
         return R.Case(name, R.SKIPPED, message=result.skipped, exercise=check.exercise,
-                      kind="sass")
+                      kind=kind)
     return R.Case(name, R.PASSED if result.ok else R.FAILED, message=describe(result, lab),
-                  exercise=check.exercise, kind="sass")
+                  exercise=check.exercise, kind=kind)
