@@ -8,7 +8,8 @@
 # not_compiling, wrongly_named), graded by scripts/slurm/grade-class.sh with --wait: one array
 # task per student, then the merge job. Checks the gradebook (the three students), each
 # student's grade.json and report.md, the Slurm logs, that not_compiling's d01 is compile_failed,
-# that on a machine without a GPU the GPU tests are "not run" (null), never 0 points; then
+# that on a machine without a GPU the GPU tests are "not run" and earn nothing, with the
+# reason, and are never passed; then
 # re-submits one student by name (--student) and checks that task graded that student.
 # Exit status: 0 passed, 1 failed, 77 skipped (no sbatch, or the cluster does not answer).
 # The work folder is made inside the build (a cluster's nodes see it where they see the
@@ -90,23 +91,20 @@ ok = d01("correct")
 if ok.get("status") != "graded":
     errors.append(f"correct's d01 is {ok.get('status')!r}, not graded")
 elif not students["correct"]["gpu"]:
-    # No GPU: the GPU tests did not run. Not run is null points, never 0.
+    # No GPU: the GPU tests did not run. They earn nothing, say why, and are never passed.
     for e in ok["exercises"]:
-        if e["points"] is not None or e["status"] != "not_run":
+        if e["points"] != 0 or e["status"] != "not_run" or "no GPU" not in e.get("reason", ""):
             errors.append(f"correct d01 {e['exercise']}: {e['points']!r} points, "
-                          f"{e['status']!r} (no GPU: not run, null)")
-    for c in ok["checks"]:
-        if c["points"] is not None:
-            errors.append(f"correct d01 {c['check']}: {c['points']!r} points (not run: null)")
+                          f"{e['status']!r}, {e.get('reason')!r} (no GPU: not run, 0, why)")
     if ok["not_run_points"] != ok["max_points"] or ok["points"] != 0:
         errors.append(f"correct d01: {ok['points']} points, {ok['not_run_points']} of "
                       f"{ok['max_points']} not run (all should be not run)")
     perf = ok.get("performance", {})
-    if perf.get("not_run_points", 0) < perf.get("bench_max_points", 0):
-        errors.append(f"correct d01: the benchmarks' points are not 'not run': {perf}")
+    if perf.get("points") != 0:
+        errors.append(f"correct d01: performance points for tests that did not run: {perf}")
     rows = [r for r in csv.reader(open(os.path.join(out, "gradebook.csv")))
             if r[:3] == ["correct", "d01", "(correctness)"]]
-    if not rows or rows[0][4] != "not run":
+    if not rows or rows[0][4] != "0.0" or rows[0][6] != "60.0":
         errors.append(f"gradebook.csv's correct d01 correctness: {rows}")
 else:
     # A GPU was visible to the task (task/none confines nothing): every test must pass.
