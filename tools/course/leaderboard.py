@@ -53,7 +53,6 @@ MAX_FILE_BYTES = 64 << 20  # a Google Benchmark file of a day is a few kB
 
 REASON_ERROR = "output was wrong, not timed"
 REASON_TESTS = "the day's tests did not all pass in the same grading run"
-REASON_SEED = "the inputs did not come from a secret seed"
 REASON_RECHECK = "the timed output was not re-checked"
 REASON_NO_TIME = "no valid time (median_us missing or not positive)"
 REASON_IMPOSSIBLE = "impossible: faster than the physical floor"
@@ -479,8 +478,8 @@ def markdown(boards: List[Board], problems: List[str], generated: str,
              headline_only: bool = False) -> str:
     out = ["# Leaderboards", "",
            f"Generated {generated}. Only runs that passed every rule enter a board "
-           "(docs/leaderboards.md): the day's tests passed in the same grading run, inputs from "
-           "a secret seed, the timed output re-checked, a time above the physical floor.", ""]
+           "(docs/leaderboards.md): the day's tests passed in the same grading run, judged by "
+           "the grader, the timed outputs re-checked, a time above the physical floor.", ""]
     shown = [b for b in boards if b.headline or not headline_only]
     for b in [b for b in shown if b.headline] + [b for b in shown if not b.headline]:
         out += markdown_board(b)
@@ -607,8 +606,8 @@ def render_html(boards: List[Board], problems: List[str], generated: str) -> str
            "<title>Leaderboards</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
            "<h1>Leaderboards</h1>",
            f'<p class="note">Generated {esc(generated)}. Only runs that passed every rule enter a '
-           "board: the day's tests passed in the same grading run, inputs from a secret seed, "
-           "the timed output re-checked, a time above the physical floor. Ranked by median time; "
+           "board: the day's tests passed in the same grading run, judged by the grader, "
+           "the timed outputs re-checked, a time above the physical floor. Ranked by median time; "
            "each student once, with their best run. Click a column to sort.</p>"]
     heads = [(i, b) for i, b in enumerate(boards) if b.headline]
     if heads:
