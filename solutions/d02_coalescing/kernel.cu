@@ -1,8 +1,20 @@
+// >>> STARTER
+//|// Day 2 — your kernels. Read lessons/d02_coalescing.md first; README.md in this folder lists
+//|// the exercises. Replace each TODO block; keep the names, the template parameters and the
+//|// launchers (the tests call them through lab.h). Check with:  course check d02
+// === SOLUTION
 // Day 2 — reference solution: coalescing and 16-byte vectorized access.
+// <<<
 //
+// >>> STARTER
+//|// Every kernel walks its data with a grid-stride loop (Day 1 §4) over a grid of one full wave;
+//|// the launchers at the end of the file choose the grid and the path (16-byte vectors or one
+//|// element at a time). They are given: read them, they are part of the lesson (§5).
+// === SOLUTION
 // Every kernel walks its data with a grid-stride loop over a grid of one full wave (the
 // launchers at the end choose it). The kernels that move 16 bytes at a time keep kUnroll
 // independent loads in flight per thread: they issue all their loads before the first store.
+// <<<
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,21 +36,47 @@ constexpr int kUnroll = 4;          // vectors (or rows) per thread per iteratio
 constexpr std::int64_t kMaxGridY = 65535;
 
 // =============================================================================================
+// >>> STARTER
+//|// Exercise 3 — the 16-byte vector type (lesson §4). Exercises 1 and 2 do not need it.
+// === SOLUTION
 // Exercise 3 — the 16-byte vector type (lesson §4).
+// <<<
 //
+// >>> STARTER d02.3a
+//|// N elements of T that move as ONE access: Vec16<T> = Vec<T, 16 / sizeof(T)> is 16 bytes, and a
+//|// warp's load of 32 of them is 32 x 16 = 512 contiguous bytes in one instruction (LDG.E.128).
+//|// The compiler emits a 16-byte load only for an address it knows to be 16-byte aligned, and the
+//|// type's alignment is how it knows.
+//|// TODO(d02.3a): declare the struct 16-byte aligned for Vec16: struct alignas(sizeof(T) * N) Vec.
+// === SOLUTION
 // N elements of T that move as ONE access. alignas(sizeof(T) * N) is what lets the compiler
 // emit a single 16-byte load (LDG.E.128) for Vec16: it may only do so for an address it knows
 // to be 16-byte aligned, and the type's alignment is how it knows. The launchers make sure the
 // addresses really are (course::is_aligned); a misaligned 16-byte access is a fault.
+// <<< d02.3a
 template <class T, int N>
+// >>> STARTER d02.3a
+//|struct Vec {
+// === SOLUTION
 struct alignas(sizeof(T) * N) Vec {
+  // <<< d02.3a
   T data[N];
 
   __device__ __forceinline__ T& operator[](int i) { return data[i]; }
   __device__ __forceinline__ const T& operator[](int i) const { return data[i]; }
+  // >>> STARTER d02.3b
+  //|
+  //|  // TODO(d02.3b): read the N elements at ptr as ONE access of sizeof(T) * N bytes: treat ptr as
+  //|  // a pointer to a whole Vec (reinterpret_cast<const Vec*>) and copy that Vec into *this. A loop
+  //|  // over the N elements would be N small loads, not one wide one.
+  //|  __device__ __forceinline__ void load(const T* ptr) { (void)ptr; }
+  //|  // TODO(d02.3c): the same the other way: write *this to ptr as one access.
+  //|  __device__ __forceinline__ void store(T* ptr) const { (void)ptr; }
+  // === SOLUTION
   // One access of sizeof(T) * N bytes: copy the whole struct through a pointer of its own type.
   __device__ __forceinline__ void load(const T* ptr) { *this = *reinterpret_cast<const Vec*>(ptr); }
   __device__ __forceinline__ void store(T* ptr) const { *reinterpret_cast<Vec*>(ptr) = *this; }
+  // <<< d02.3b
 };
 
 // How many elements of T fill 16 bytes: 4 floats, 8 halves or bfloat16s.
@@ -73,27 +111,48 @@ __device__ __forceinline__ bfloat16 from_float<bfloat16>(float v) {
 // =============================================================================================
 // Exercise 1 — the coalesced copy (lesson §2).
 // Thread t of the grid copies elements t, t + G, t + 2G, ... (G = threads in the grid). At each
+// >>> STARTER
+//|// step the 32 lanes of a warp touch 32 consecutive elements: for float32 one 128-byte line.
+// === SOLUTION
 // step the 32 lanes of a warp touch 32 consecutive elements: for float32 one 128-byte line, four
 // 32-byte sectors, every byte of which is used.
+// <<<
 template <class T>
 __global__ void __launch_bounds__(kBlockThreads)
     copy_1_coalesced_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t n) {
+  // >>> STARTER d02.1
+  //|  // TODO(d02.1): a grid-stride loop (Day 1 §4): i starts at this thread's global index and steps
+  //|  // by the number of threads in the grid, both in 64 bits, while i < n; copy y[i] = x[i].
+  // === SOLUTION
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride)
     y[i] = x[i];
+  // <<< d02.1
 }
 
 // =============================================================================================
 // Exercise 2 — the strided copy (lesson §3).
 // The array as a row-major [rows, stride] matrix, rows = ceil(n / stride), copied one COLUMN at
+// >>> STARTER
+//|// a time: thread t copies rows t, t + G, ... of column 0, then of column 1, and so on, so that
+//|// lanes l and l + 1 touch elements `stride` apart. This kernel is slow on purpose: the
+//|// benchmark measures what the access pattern costs. Do not make it coalesced.
+// === SOLUTION
 // a time: thread t copies rows t, t + G, ... of column 0, then of column 1, and so on. Lanes
 // l and l + 1 touch elements `stride` apart: from stride = 32 / sizeof(T) on, each lane's few
 // bytes come from a sector of their own, and DRAM moves 32 bytes for every element.
+// <<<
 template <class T>
 __global__ void __launch_bounds__(kBlockThreads)
     copy_1_strided_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
                           std::int64_t stride) {
+  // >>> STARTER d02.2
+  //|  // TODO(d02.2): rows = ceil(n / stride). An outer loop over the columns, col = 0, 1, ... while
+  //|  // col < stride (and col < n: stride may exceed n); inside it, a grid-stride loop over the rows
+  //|  // (row from this thread's global index, step = threads in the grid, while row < rows) that
+  //|  // copies element i = row * stride + col, when i < n (the last row may be short).
+  // === SOLUTION
   const std::int64_t rows = (n + stride - 1) / stride;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -102,6 +161,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       const std::int64_t i = row * stride + col;
       if (i < n) y[i] = x[i];  // the last row may be short
     }
+  // <<< d02.2
 }
 
 // =============================================================================================
@@ -125,15 +185,35 @@ __global__ void __launch_bounds__(kBlockThreads)
 
 // =============================================================================================
 // Exercise 4 — the vectorized copy, with its tail (lesson §4, §5).
+// >>> STARTER
+//|// The body: n / V vectors of V elements (V = 16 / sizeof(T): one 16-byte access; the launcher
+//|// also instantiates V = 1 for its element-by-element path, so write the kernel for any V). A
+//|// block takes tiles of kUnroll * B vectors (B = blockDim.x): thread t handles vectors t, t + B,
+//|// t + 2B, t + 3B of the tile, then moves on by the whole grid's tiles. The tail, the last n % V
+//|// elements, goes to the grid's first threads. x and y are 16-byte aligned when V > 1.
+// === SOLUTION
 // The body: n / V vectors of V elements (V = 16 / sizeof(T): one 16-byte access; V = 1 on the
 // launcher's element-by-element path). A block takes tiles of kUnroll * B vectors (B =
 // blockDim.x): thread t loads vectors t, t + B, t + 2B, t + 3B of the tile (each load of the
 // warp covers 32 consecutive vectors, 512 contiguous bytes), then stores them, then moves on by
 // the whole grid's tiles. Issuing the kUnroll loads before the first store keeps 4 x 16 bytes
 // in flight per thread. The tail, the last n % V elements, goes to the grid's first threads.
+// <<<
 template <class T, int V>
 __global__ void __launch_bounds__(kBlockThreads)
     copy_2_vectorized_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t n) {
+  // >>> STARTER d02.4
+  //|  // TODO(d02.4):
+  //|  //   1. vectors = n / V; tile = kUnroll * blockDim.x (in 64 bits).
+  //|  //   2. for (v0 = blockIdx.x * tile + threadIdx.x; v0 < vectors; v0 += gridDim.x * tile):
+  //|  //        Vec<T, V> buf[kUnroll];
+  //|  //        first loop, u = 0 .. kUnroll - 1: v = v0 + u * blockDim.x; if v < vectors, load
+  //|  //          buf[u] from x + v * V;
+  //|  //        second loop: the same indices, store buf[u] to y + v * V.
+  //|  //      All the loads before the first store: kUnroll independent 16-byte loads in flight per
+  //|  //      thread (lesson §4.3). Put #pragma unroll on both loops, so that buf lives in registers.
+  //|  //   3. The tail: element i = vectors * V + (this thread's global index), when i < n.
+  // === SOLUTION
   const std::int64_t vectors = n / V;
   const std::int64_t tile = std::int64_t{kUnroll} * blockDim.x;
   for (std::int64_t v0 = static_cast<std::int64_t>(blockIdx.x) * tile + threadIdx.x; v0 < vectors;
@@ -153,24 +233,45 @@ __global__ void __launch_bounds__(kBlockThreads)
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t i = vectors * V + t;  // the tail: fewer than V elements
   if (i < n) y[i] = x[i];
+  // <<< d02.4
 }
 
 // =============================================================================================
 // Exercise 5 — GeLU, tanh approximation, vectorized (lesson §6).
+// >>> STARTER
+//|// ([[maybe_unused]] only keeps the compiler quiet until your code uses them.)
+// === SOLUTION
 // Exercise 4's kernel with a function applied between the load and the store: the same
 // mapping, the same bytes, a few dozen float32 instructions per element that hide behind the
 // memory traffic.
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluCubic = 0.044715f;
+// <<<
+[[maybe_unused]] constexpr float kSqrt2OverPi = 0.7978845608028654f;
+[[maybe_unused]] constexpr float kGeluCubic = 0.044715f;
 
 __device__ __forceinline__ float gelu_tanh(float x) {
+  // >>> STARTER d02.5a
+  //|  // TODO(d02.5a): return 0.5 x (1 + tanh(kSqrt2OverPi (x + kGeluCubic x^3))), in float32
+  //|  // (tanhf).
+  //|  (void)x;
+  //|  return 0.0f;
+  // === SOLUTION
   const float inner = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
   return 0.5f * x * (1.0f + tanhf(inner));
+  // <<< d02.5a
 }
 
+// >>> STARTER
+//|// Exercise 4's kernel with gelu_tanh applied between the load and the store.
+// === SOLUTION
+// <<<
 template <class T, int V>
 __global__ void __launch_bounds__(kBlockThreads)
     gelu_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t n) {
+  // >>> STARTER d02.5b
+  //|  // TODO(d02.5b): copy your copy_2_vectorized_kernel, and between the loads and the stores
+  //|  // compute, for each of the V elements k of buf[u], out[k] = from_float<T>(gelu_tanh(
+  //|  // to_float(buf[u][k]))) into a Vec<T, V> out that you store. The tail element too.
+  // === SOLUTION
   const std::int64_t vectors = n / V;
   const std::int64_t tile = std::int64_t{kUnroll} * blockDim.x;
   for (std::int64_t v0 = static_cast<std::int64_t>(blockIdx.x) * tile + threadIdx.x; v0 < vectors;
@@ -195,6 +296,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t i = vectors * V + t;
   if (i < n) y[i] = from_float<T>(gelu_tanh(to_float(x[i])));
+  // <<< d02.5b
 }
 
 // =============================================================================================
@@ -211,6 +313,15 @@ template <class T, int V>
 __global__ void __launch_bounds__(kBlockThreads)
     add_bias_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y,
                     std::int64_t rows, std::int64_t cols) {
+  // >>> STARTER d02.6a
+  //|  // TODO(d02.6a):
+  //|  //   1. col = (blockIdx.x * blockDim.x + threadIdx.x) * V, in 64 bits; return if col >= cols.
+  //|  //   2. Load this thread's slice of the bias once: Vec<T, V> b; b.load(bias + col).
+  //|  //   3. for (r0 = blockIdx.y; r0 < rows; r0 += kUnroll * gridDim.y): as in Exercise 4, first
+  //|  //      load buf[u] from x + r * cols + col for r = r0 + u * gridDim.y < rows, then compute
+  //|  //      out[k] = from_float<T>(to_float(buf[u][k]) + to_float(b[k])) and store out to
+  //|  //      y + r * cols + col.
+  // === SOLUTION
   const std::int64_t col = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (col >= cols) return;
   Vec<T, V> b;
@@ -234,6 +345,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
     }
   }
+  // <<< d02.6a
 }
 
 // 6b. y = gelu(x + bias) in one pass: x + bias never leaves the registers.
@@ -241,6 +353,10 @@ template <class T, int V>
 __global__ void __launch_bounds__(kBlockThreads)
     add_bias_gelu_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y,
                          std::int64_t rows, std::int64_t cols) {
+  // >>> STARTER d02.6b
+  //|  // TODO(d02.6b): add_bias_kernel, with gelu_tanh applied to the float32 sum before it is
+  //|  // rounded to T and stored. One read of x, one write of y.
+  // === SOLUTION
   const std::int64_t col = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (col >= cols) return;
   Vec<T, V> b;
@@ -265,19 +381,37 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
     }
   }
+  // <<< d02.6b
 }
 
 // =============================================================================================
 // Exercise 7 — SiLU-and-mul, the gated MLP's activation (lesson §8).
+// >>> STARTER d02.7a
+//|// The row mapping of Exercise 6 over the d output columns: row r of the input holds the gate at
+//|// r * 2d and the up projection at r * 2d + d, so a thread loads two vectors per row (both
+//|// 16-byte aligned when V divides d) and stores one.
+//|__device__ __forceinline__ float silu(float g) {
+//|  // TODO(d02.7a): return g / (1 + exp(-g)), in float32 (expf).
+//|  (void)g;
+//|  return 0.0f;
+//|}
+// === SOLUTION
 // The row mapping of Exercise 6 over the d output columns: each row r of the input holds the
 // gate at r * 2d and the up projection at r * 2d + d, so a thread loads two vectors per row
 // (both 16-byte aligned when V divides d) and stores one.
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
+// <<< d02.7a
 
 template <class T, int V>
 __global__ void __launch_bounds__(kBlockThreads)
     silu_and_mul_kernel(const T* __restrict__ input, T* __restrict__ out, std::int64_t rows,
                         std::int64_t d) {
+  // >>> STARTER d02.7b
+  //|  // TODO(d02.7b): the mapping of add_bias_kernel with d columns and no bias. For each row r,
+  //|  // load gate[u] from input + r * 2 * d + col and up[u] from input + r * 2 * d + d + col (all
+  //|  // loads of the kUnroll rows first), then store result[k] = from_float<T>(silu(gate) * up) to
+  //|  // out + r * d + col.
+  // === SOLUTION
   const std::int64_t col = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (col >= d) return;
   const std::int64_t row_step = gridDim.y;
@@ -303,12 +437,19 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
     }
   }
+  // <<< d02.7b
 }
 
 // =============================================================================================
+// >>> STARTER
+//|// Launchers (given). They check the arguments, choose the path (16-byte vectors when the
+//|// pointers and the sizes allow them, one element at a time otherwise) and size the grid to one
+//|// full wave (lesson §5.3, §5.4). You do not need to change anything below this line.
+// === SOLUTION
 // Launchers (the same in the starter). They check the arguments, choose the path (16-byte
 // vectors when the pointers and the sizes allow them, one element at a time otherwise) and size
 // the grid to one full wave (lesson §5.3, §5.4).
+// <<<
 
 // One full wave: how many blocks of kBlockThreads fit on the whole GPU at once, for this kernel
 // (its registers decide how many fit on one SM; the occupancy calculator knows).

@@ -1,4 +1,11 @@
+// >>> STARTER
+//|// Day 4 — your kernels: the matrix transpose, from naive to bank-conflict-free. Read
+//|// lessons/d04_shared_memory.md first; README.md in this folder lists the exercises. Replace each
+//|// TODO block; keep the names and the launchers (the tests call them through lab.h).
+//|// Check with:  course check d04
+// === SOLUTION
 // Day 4 — reference solution: the matrix transpose, from naive to bank-conflict-free.
+// <<<
 //
 // Every variant computes out[c, r] = in[r, c] (in: row-major [rows, cols], out: [cols, rows]).
 // Variants 1-4 share one geometry, so that the benchmark rows differ by one idea each:
@@ -38,21 +45,41 @@ static_assert(kElemsPerThread * kBlockRows == kTile, "the block's rows must divi
 // address their tiles only through these functions, and the tests check them with a model of
 // the banks (no GPU needed).
 
+// >>> STARTER
+//|// Variant 2 (given): plain row-major.
+// === SOLUTION
 // Variant 2: plain row-major. A column of 4-byte elements is 32 words, kTile words apart: all
 // in the same bank, a 32-way conflict (16-way for 2-byte elements: banks 0 and 16 only).
+// <<<
 __host__ __device__ constexpr int plain_index(int row, int col) { return row * kTile + col; }
 
+// >>> STARTER d04.3
+//|// Variant 3: each row padded.
+//|// TODO(d04.3): how many elements of T make one 4-byte bank? (1 float, 2 halves: use kBankBytes
+//|// and sizeof(T).) Lesson §5 shows why one bank, and not one element, is the right pad.
+// === SOLUTION
 // Variant 3: each row padded by one 4-byte bank, so that row r starts r banks further on and a
 // column's 32 elements land in 32 different banks. One bank, not one element: with 2-byte
 // elements a one-element pad (rows of 33 halves = 16.5 words) still collides for odd columns.
+// <<< d04.3
 template <class T>
+// >>> STARTER d04.3
+//|constexpr int kPad = 0;
+// === SOLUTION
 constexpr int kPad = kBankBytes / static_cast<int>(sizeof(T));  // 1 float, 2 halves
+// <<< d04.3
 template <class T>
 __host__ __device__ constexpr int padded_index(int row, int col) {
   constexpr int kRowLength = kTile + kPad<T>;  // (kTile + kPad) elements per tile row
   return row * kRowLength + col;
 }
 
+// >>> STARTER d04.4
+//|// Variant 4: unpadded, column index swizzled.
+//|// TODO(d04.4): store column `col` of row `row` at column col ^ row (lesson §6). Work out on
+//|// paper why a row write and a column read both hit 32 different banks.
+//|__host__ __device__ constexpr int swizzled_index(int row, int col) { return row * kTile + col; }
+// === SOLUTION
 // Variant 4: no padding; column `col` of row `row` is stored at column col ^ row. Within a row,
 // XOR with a constant permutes the columns (a row write still hits every bank once); down a
 // column, col ^ row takes 32 different values as row does (a column read hits every bank once).
@@ -60,17 +87,28 @@ __host__ __device__ constexpr int padded_index(int row, int col) {
 __host__ __device__ constexpr int swizzled_index(int row, int col) {
   return row * kTile + (col ^ row);
 }
+// <<< d04.4
 
 // ---------------------------------------------------------------------------------------------
 // Exercise 1 — naive (lesson §3).
 // Block (bx, by) moves the tile whose first input element is (kTile by, kTile bx); thread
 // (tx, ty) moves input elements (row ty + kBlockRows j, col tx) of the tile, j = 0..3.
+// >>> STARTER
+// === SOLUTION
 // A warp reads 32 consecutive elements of one input row (coalesced) but writes 32 different
 // output rows, one element each: 32 sectors per store instruction, mostly wasted.
+// <<<
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     transpose_1_naive_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
                              std::int64_t cols) {
+  // >>> STARTER d04.1
+  //|  // TODO(d04.1): with r0 = kTile * blockIdx.y and c = kTile * blockIdx.x + threadIdx.x (as
+  //|  // int64_t: rows * cols may exceed 2^31), loop j over kElemsPerThread (#pragma unroll):
+  //|  //   r = r0 + threadIdx.y + j * kBlockRows;
+  //|  //   if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
+  //|  // A warp then reads 32 consecutive elements of one input row, and writes to 32 output rows.
+  // === SOLUTION
   const std::int64_t r0 = std::int64_t{blockIdx.y} * kTile;
   const std::int64_t c = std::int64_t{blockIdx.x} * kTile + threadIdx.x;
 #pragma unroll
@@ -78,19 +116,36 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t r = r0 + threadIdx.y + j * kBlockRows;
     if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
   }
+  // <<< d04.1
 }
 
 // ---------------------------------------------------------------------------------------------
 // Exercise 2 — through shared memory (lesson §4).
+// >>> STARTER
+//|// Load: thread (tx, ty) copies input (r0 + i, c0 + tx) to tile (i, tx), i = ty + kBlockRows j.
+//|// Store: thread (tx, ty) writes output (c0 + i, r0 + tx) from tile (tx, i).
+// === SOLUTION
 // Load: thread (tx, ty) copies input (r0 + i, c0 + tx) to tile (i, tx), i = ty + kBlockRows j:
 //   a warp reads part of one input row and writes one tile row.
 // Store: thread (tx, ty) writes output (c0 + i, r0 + tx) from tile (tx, i):
 //   a warp writes part of one output row and reads one tile COLUMN: a 32-way bank conflict.
 // Both global accesses are now coalesced; the reordering happens in on-chip memory.
+// <<<
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     transpose_2_smem_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
                             std::int64_t cols) {
+  // >>> STARTER d04.2
+  //|  // TODO(d04.2):
+  //|  //  1. __shared__ T tile[kTile * kTile];  r0 = kTile * blockIdx.y, c0 = kTile * blockIdx.x.
+  //|  //  2. Load: for j < kElemsPerThread, i = threadIdx.y + j * kBlockRows: if input (r0 + i,
+  //|  //     c0 + threadIdx.x) is inside the matrix, tile[plain_index(i, threadIdx.x)] = that element.
+  //|  //  3. __syncthreads(): threads are about to read what OTHER threads wrote. Every thread of
+  //|  //     the block must reach it: do not put it inside an if, and do not return early.
+  //|  //  4. Store: for the same i, output element (c0 + i, r0 + threadIdx.x), if it is inside the
+  //|  //     [cols, rows] output, = tile[plain_index(threadIdx.x, i)].
+  //|  // Both global accesses are now coalesced; the tile is read down a column (lesson §5).
+  // === SOLUTION
   __shared__ T tile[kTile * kTile];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const std::int64_t r0 = std::int64_t{blockIdx.y} * kTile, c0 = std::int64_t{blockIdx.x} * kTile;
@@ -109,15 +164,24 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t out_r = c0 + i, out_c = r0 + tx;  // = input (r0 + tx, c0 + i)
     if (out_r < cols && out_c < rows) out[out_r * rows + out_c] = tile[plain_index(tx, i)];
   }
+  // <<< d04.2
 }
 
 // ---------------------------------------------------------------------------------------------
+// >>> STARTER
+//|// Exercise 3 — padded tile (lesson §5). Variant 2 with rows of kTile + kPad elements.
+// === SOLUTION
 // Exercise 3 — padded tile (lesson §5). Variant 2 with rows of kTile + kPad elements: the
 // column read is conflict-free, at the cost of kPad wasted elements per row.
+// <<<
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     transpose_3_padded_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
                               std::int64_t cols) {
+  // >>> STARTER d04.3
+  //|  // TODO(d04.3): variant 2 with __shared__ T tile[kTile * (kTile + kPad<T>)] and padded_index<T>
+  //|  // in place of plain_index. Then set kPad above.
+  // === SOLUTION
   __shared__ T tile[kTile * (kTile + kPad<T>)];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const std::int64_t r0 = std::int64_t{blockIdx.y} * kTile, c0 = std::int64_t{blockIdx.x} * kTile;
@@ -134,15 +198,24 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t out_r = c0 + i, out_c = r0 + tx;
     if (out_r < cols && out_c < rows) out[out_r * rows + out_c] = tile[padded_index<T>(tx, i)];
   }
+  // <<< d04.3
 }
 
 // ---------------------------------------------------------------------------------------------
+// >>> STARTER
+//|// Exercise 4 — swizzled tile (lesson §6). Variant 2 with column col ^ row.
+// === SOLUTION
 // Exercise 4 — swizzled tile (lesson §6). Variant 2 with column col ^ row: conflict-free like
 // variant 3, in exactly kTile x kTile elements, and every row stays where variant 2 put it.
+// <<<
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     transpose_4_swizzled_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
                                 std::int64_t cols) {
+  // >>> STARTER d04.4
+  //|  // TODO(d04.4): variant 2 with swizzled_index in place of plain_index (kTile * kTile elements,
+  //|  // no padding). Then write swizzled_index above.
+  // === SOLUTION
   __shared__ T tile[kTile * kTile];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const std::int64_t r0 = std::int64_t{blockIdx.y} * kTile, c0 = std::int64_t{blockIdx.x} * kTile;
@@ -159,6 +232,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t out_r = c0 + i, out_c = r0 + tx;
     if (out_r < cols && out_c < rows) out[out_r * rows + out_c] = tile[swizzled_index(tx, i)];
   }
+  // <<< d04.4
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,15 +257,25 @@ static_assert(kChunks * 16 == kBanks * kBankBytes, "a tile row must cover every 
 static_assert(kTileRows5 % kRowsPerPass5 == 0, "the passes must cover the tile");
 static_assert(kUnitsPerWarp * kChunks == kWarp, "a warp must hold whole units of 8 lanes");
 
+// >>> STARTER d04.5
+//|// Variant 5's layout swizzles whole 16-byte chunks, so that each chunk stays 16-byte aligned.
+//|// TODO(d04.5): store chunk `chunk` of tile row `row` at chunk chunk ^ ((row / kVec<T>) % kChunks)
+//|// (lesson §7: why rows go in groups of kVec).
+// === SOLUTION
 // Variant 5's layout swizzles whole 16-byte chunks, so that each chunk stays 16-byte aligned
 // (one STS.128 per chunk; a 4-byte pad per row would misalign three rows in four). Chunk
 // `chunk` of tile row `row` is stored at chunk chunk ^ ((row / kVec) % 8). A lane gathers kVec
 // consecutive rows of one column, so rows come in groups of kVec with one swizzle per group;
 // the 8 lanes of a 128-byte output segment read 8 different groups, i.e. 8 different chunks
 // (lesson §7.3).
+// <<< d04.5
 template <class T>
 __host__ __device__ constexpr int swizzled_chunk(int row, int chunk) {
+  // >>> STARTER d04.5
+  //|  return chunk;
+  // === SOLUTION
   return chunk ^ ((row / kVec<T>) % kChunks);
+  // <<< d04.5
 }
 
 // Exercise 5 — 16-byte vectors through a chunk-swizzled tile (lesson §7).
@@ -207,6 +291,25 @@ template <class T, bool kVectorOk>
 __global__ void __launch_bounds__(kThreads5, kMinBlocksPerSm5)
     transpose_5_vectorized_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
                                   std::int64_t cols) {
+  // >>> STARTER d04.5
+  //|  // TODO(d04.5): with V = kVec<T>, __shared__ Vec<T, V> tile[kTileRows5][kChunks],
+  //|  // r0 = kTileRows5 * blockIdx.y and c0 = kTileCols5<T> * blockIdx.x (as int64_t):
+  //|  //  1. Load, for p < kTileRows5 / kRowsPerPass5: i = p * kRowsPerPass5 + t / kChunks,
+  //|  //     chunk = t % kChunks, input element (r0 + i, c0 + chunk * V). Fill a Vec<T, V> v{}
+  //|  //     (zeros) with v.load(in + offset) if constexpr (kVectorOk) and the vector is inside the
+  //|  //     matrix, else element by element, only the elements inside it.
+  //|  //     Then tile[i][swizzled_chunk<T>(i, chunk)] = v.
+  //|  //  2. __syncthreads().
+  //|  //  3. Store, with kGroups = kTileRows5 / (kChunks * V) and kUnits = kTileCols5<T> * kGroups,
+  //|  //     for p < kUnits / kRowsPerPass5: u = p * kRowsPerPass5 + t / kChunks,
+  //|  //     c = (u / kUnitsPerWarp / kGroups) * kUnitsPerWarp + u % kUnitsPerWarp,
+  //|  //     q = (u / kUnitsPerWarp % kGroups) * kChunks + t % kChunks. Gather
+  //|  //     v[k] = tile[i][swizzled_chunk<T>(i, c / V)][c % V] for i = q * V + k, k < V, and write
+  //|  //     v to output (c0 + c, r0 + q * V), if that is inside the [cols, rows] output: if
+  //|  //     kVectorOk, as reinterpret_cast<Vec<T, V>*>(output row)[(r0 + q * V) / V] = v (lesson §7
+  //|  //     says why not v.store()), else element by element, only the elements inside it.
+  //|  // Then look at the SASS (lesson §9): LDG.E.128, STS.128 and STG.E.128 in the <T, true> kernel.
+  // === SOLUTION
   constexpr int V = kVec<T>;
   constexpr int kGroups = kTileRows5 / (kChunks * V);  // 128-byte segments per output row: 2 or 1
   constexpr int kUnits = kTileCols5<T> * kGroups;      // 64 units of 8 lanes
@@ -258,10 +361,15 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocksPerSm5)
       }
     }
   }
+  // <<< d04.5
 }
 
 // ---------------------------------------------------------------------------------------------
+// >>> STARTER
+//|// Launchers (given).
+// === SOLUTION
 // Launchers.
+// <<<
 
 namespace {
 

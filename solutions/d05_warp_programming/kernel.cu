@@ -1,4 +1,10 @@
+// >>> STARTER
+//|// Day 5 — your kernels. Read lessons/d05_warp_programming.md first; README.md in this folder
+//|// lists the exercises. Replace each TODO block; keep the names and the launchers' signatures
+//|// (the tests call them through lab.h). Check with:  course check d05
+// === SOLUTION
 // Day 5 — reference solution: warp-level programming.
+// <<<
 //
 // Part A (exercises 1-3): row softmax, one warp per row and one block per row, the row held in
 // registers so that x is read once. Part B (exercises 4-5): stable stream compaction with
@@ -70,6 +76,14 @@ __device__ __forceinline__ int vectors_in_row(int cols, int rank, int threads) {
 template <class T, int kVec, int kElems>
 __device__ __forceinline__ void load_row(const T* __restrict__ row, int cols, int rank, int threads,
                                          float (&v)[kElems]) {
+  // >>> STARTER d05.1a
+  //|  // TODO(d05.1a): for each vector j = 0 .. kElems / kVec - 1 (a loop with a compile-time trip
+  //|  // count: add #pragma unroll, so that every v[...] index is a constant and v stays in
+  //|  // registers): if j < vectors_in_row<kVec>(cols, rank, threads), load the Vec<T, kVec> at
+  //|  // row + (j * threads + rank) * kVec and store its kVec elements, converted with
+  //|  // course::to_float, to v[j * kVec + k]; otherwise set those kVec entries to kMinusInf.
+  //|  // (lesson §7: the mapping; §9: why the loop must be unrolled)
+  // === SOLUTION
   const int inside = vectors_in_row<kVec>(cols, rank, threads);
 #pragma unroll
   for (int j = 0; j < kElems / kVec; ++j) {
@@ -83,12 +97,18 @@ __device__ __forceinline__ void load_row(const T* __restrict__ row, int cols, in
       for (int k = 0; k < kVec; ++k) v[j * kVec + k] = kMinusInf;
     }
   }
+  // <<< d05.1a
 }
 
 // Write e[] * scale to this thread's share of the row (same mapping as load_row).
 template <class T, int kVec, int kElems>
 __device__ __forceinline__ void store_row(T* __restrict__ row, int cols, int rank, int threads,
                                           const float (&e)[kElems], float scale) {
+  // >>> STARTER d05.1a
+  //|  // TODO(d05.1a): the mirror of load_row: for every vector j inside the row, build a
+  //|  // Vec<T, kVec> whose element k is course::from_float<T>(e[j * kVec + k] * scale) and store
+  //|  // it at row + (j * threads + rank) * kVec. Vectors past the end are not written.
+  // === SOLUTION
   const int inside = vectors_in_row<kVec>(cols, rank, threads);
 #pragma unroll
   for (int j = 0; j < kElems / kVec; ++j) {
@@ -99,6 +119,7 @@ __device__ __forceinline__ void store_row(T* __restrict__ row, int cols, int ran
       vec.store(row + (j * threads + rank) * kVec);
     }
   }
+  // <<< d05.1a
 }
 
 // The thread-local half of the two reductions. nan_max (course/warp.cuh) lets a NaN win the
@@ -132,6 +153,16 @@ __device__ __forceinline__ float exp_and_sum(float (&v)[kElems], float m) {
 template <class T, int kVec, int kElems>
 __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_registers_kernel(
     const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols) {
+  // >>> STARTER d05.1b
+  //|  // TODO(d05.1b):
+  //|  //  1. lane = threadIdx.x % 32; row = blockIdx.x * kWarpRowsPerBlock + threadIdx.x / 32
+  //|  //     (as int64_t). If row >= rows, return: the whole warp leaves together, so the
+  //|  //     full-mask shuffles that follow always have all 32 lanes (lesson §2).
+  //|  //  2. float v[kElems]; load_row<T, kVec>(x + row * cols, cols, lane, kWarpSize, v);
+  //|  //  3. m = course::warp_max(thread_max(v)): every lane now holds the row's max.
+  //|  //  4. s = course::warp_sum(exp_and_sum(v, m)): v now holds exp(x - m), s their row sum.
+  //|  //  5. store_row<T, kVec>(y + row * cols, cols, lane, kWarpSize, v, 1.0f / s);
+  // === SOLUTION
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / kWarpSize;
@@ -143,6 +174,7 @@ __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_r
   const float m = course::warp_max(thread_max(v));
   const float s = course::warp_sum(exp_and_sum(v, m));
   store_row<T, kVec>(y + row * cols, cols, lane, kWarpSize, v, 1.0f / s);
+  // <<< d05.1b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,6 +186,15 @@ __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_r
 template <class T, int kVec>
 __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_streaming_kernel(
     const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols) {
+  // >>> STARTER d05.2
+  //|  // TODO(d05.2): the same warp-to-row mapping as exercise 1, but the row is too long to hold:
+  //|  // lane l visits columns c = l * kVec, c + 32 * kVec, ... while c < cols, loading a
+  //|  // Vec<T, kVec> each time (kVec divides cols when kVec > 1: the launcher checks), three times:
+  //|  //  1. the max of the row (course::nan_max per element, then course::warp_max);
+  //|  //  2. the sum of expf(x - m) (then course::warp_sum);
+  //|  //  3. y = from_float<T>(expf(x - m) * (1 / sum)), stored as a Vec at the same columns.
+  //|  // Leave a warp whose row >= rows before the first shuffle, as in exercise 1. (lesson §7)
+  // === SOLUTION
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / kWarpSize;
@@ -191,6 +232,7 @@ __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_s
       vec[k] = course::from_float<T>(expf(course::to_float(vec[k]) - m) * scale);
     vec.store(out + c);
   }
+  // <<< d05.2
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,6 +242,16 @@ __global__ __launch_bounds__(kWarpRowsPerBlock* kWarpSize) void softmax_1_warp_s
 // Each reduction gets its own `partials` array: a warp may still be reading the max's partials
 // while a faster warp writes its sum partial, so sharing one array would be a race.
 __device__ __forceinline__ float block_max(float v, float* partials) {
+  // >>> STARTER d05.3a
+  //|  // TODO(d05.3a): the max over the whole block, returned to EVERY thread (lesson §8):
+  //|  //  1. v = course::warp_max(v);  lane 0 of each warp writes it to partials[warp];
+  //|  //  2. __syncthreads();
+  //|  //  3. every warp reduces the blockDim.x / 32 partials itself: lane l takes partials[l]
+  //|  //     (kMinusInf for l past the number of warps) and returns course::warp_max of that.
+  //|  // No second barrier is needed because each reduction uses its own partials array.
+  //|  (void)partials;
+  //|  return v;
+  // === SOLUTION
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   v = course::warp_max(v);
@@ -207,15 +259,22 @@ __device__ __forceinline__ float block_max(float v, float* partials) {
   __syncthreads();
   return course::warp_max(lane < static_cast<int>(blockDim.x) / kWarpSize ? partials[lane]
                                                                           : kMinusInf);
+  // <<< d05.3a
 }
 
 __device__ __forceinline__ float block_sum(float v, float* partials) {
+  // >>> STARTER d05.3a
+  //|  // TODO(d05.3a): as block_max, with course::warp_sum and 0 for the missing partials.
+  //|  (void)partials;
+  //|  return v;
+  // === SOLUTION
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   v = course::warp_sum(v);
   if (lane == 0) partials[warp] = v;
   __syncthreads();
   return course::warp_sum(lane < static_cast<int>(blockDim.x) / kWarpSize ? partials[lane] : 0.0f);
+  // <<< d05.3a
 }
 
 // Exercise 3 — softmax_2_block_per_row, rows in registers (lesson §8).
@@ -228,6 +287,12 @@ __device__ __forceinline__ float block_sum(float v, float* partials) {
 template <class T, int kVec, int kElems>
 __global__ __launch_bounds__(kBlockMaxThreads) void softmax_2_block_registers_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // >>> STARTER d05.3b
+  //|  // TODO(d05.3b): exercise 1 with the block as the team: row = blockIdx.x, rank = threadIdx.x,
+  //|  // threads = blockDim.x. Declare two __shared__ float arrays of kWarpSize partials (one for
+  //|  // the max, one for the sum), then load_row, block_max(thread_max(v), ...),
+  //|  // block_sum(exp_and_sum(v, m), ...), store_row with 1 / sum.
+  // === SOLUTION
   __shared__ float max_partials[kWarpSize];
   __shared__ float sum_partials[kWarpSize];
   const std::int64_t row = blockIdx.x;
@@ -238,6 +303,7 @@ __global__ __launch_bounds__(kBlockMaxThreads) void softmax_2_block_registers_ke
   const float m = block_max(thread_max(v), max_partials);
   const float s = block_sum(exp_and_sum(v, m), sum_partials);
   store_row<T, kVec>(y + row * cols, cols, t, threads, v, 1.0f / s);
+  // <<< d05.3b
 }
 
 // Exercise 3 — rows longer than blockDim.x * kBlockMaxElems: three passes over the row with
@@ -245,6 +311,11 @@ __global__ __launch_bounds__(kBlockMaxThreads) void softmax_2_block_registers_ke
 template <class T, int kVec>
 __global__ __launch_bounds__(kBlockMaxThreads) void softmax_2_block_streaming_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
+  // >>> STARTER d05.3c
+  //|  // TODO(d05.3c): exercise 2 with the block as the team: thread t visits columns t * kVec,
+  //|  // (t + blockDim.x) * kVec, ... three times (max, sum of exp, write), with block_max and
+  //|  // block_sum (each with its own __shared__ partials) in place of the warp reductions.
+  // === SOLUTION
   __shared__ float max_partials[kWarpSize];
   __shared__ float sum_partials[kWarpSize];
   const std::int64_t row = blockIdx.x;
@@ -282,6 +353,7 @@ __global__ __launch_bounds__(kBlockMaxThreads) void softmax_2_block_streaming_ke
       vec[k] = course::from_float<T>(expf(course::to_float(vec[k]) - m) * scale);
     vec.store(out + c);
   }
+  // <<< d05.3c
 }
 
 // =============================================================================================
@@ -310,6 +382,16 @@ __device__ __forceinline__ unsigned lanes_below(int lane) { return (1u << lane) 
 // Exercise 4, launch 1: block_counts[b] = kept elements in tile b.
 __global__ __launch_bounds__(kCompactThreads) void compact_1_count_kernel(
     const float* __restrict__ x, std::int64_t n, float threshold, int* __restrict__ block_counts) {
+  // >>> STARTER d05.4a
+  //|  // TODO(d05.4a): block_counts[blockIdx.x] = how many elements of this block's tile are
+  //|  // > threshold (lesson §4). Mapping (above): warp w's elements start at
+  //|  // start = blockIdx.x * kBlockTile + w * kWarpTile; in round r = 0 .. kCompactRounds - 1
+  //|  // (#pragma unroll) lane l looks at i = start + r * 32 + l.
+  //|  //  - keep = i < n && x[i] > threshold; count += __popc(__ballot_sync(kFullMask, keep)).
+  //|  //    Every lane votes, also those past n (with false): the full mask must be true.
+  //|  //  - lane 0 writes its warp's count to a __shared__ int[kCompactWarps]; __syncthreads();
+  //|  //    thread 0 adds the kCompactWarps counts and writes block_counts[blockIdx.x].
+  // === SOLUTION
   __shared__ int warp_counts[kCompactWarps];
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -329,16 +411,24 @@ __global__ __launch_bounds__(kCompactThreads) void compact_1_count_kernel(
     for (int w = 0; w < kCompactWarps; ++w) total += warp_counts[w];
     block_counts[blockIdx.x] = total;
   }
+  // <<< d05.4a
 }
 
 // Inclusive prefix sum across the warp with shuffles up (Hillis-Steele): after the step with
 // offset d, lane l holds the sum of lanes l - 2d + 1 ... l.
 __device__ __forceinline__ std::int64_t warp_inclusive_scan(std::int64_t v, int lane) {
+// >>> STARTER d05.4b
+//|  // TODO(d05.4b): inclusive prefix sum over the 32 lanes with __shfl_up_sync (lesson §3):
+//|  // for d = 1, 2, 4, 8, 16: below = __shfl_up_sync(kFullMask, v, d); if (lane >= d) v += below.
+//|  // (Every lane must call the shuffle, also those that do not add.)
+//|  (void)lane;
+// === SOLUTION
 #pragma unroll
   for (int d = 1; d < kWarpSize; d *= 2) {
     const std::int64_t below = __shfl_up_sync(kFullMask, v, d);
     if (lane >= d) v += below;
   }
+  // <<< d05.4b
   return v;
 }
 
@@ -347,6 +437,18 @@ __device__ __forceinline__ std::int64_t warp_inclusive_scan(std::int64_t v, int 
 __global__ __launch_bounds__(kScanThreads) void compact_1_scan_kernel(
     const int* __restrict__ block_counts, std::int64_t blocks,
     std::int64_t* __restrict__ block_offsets, std::int64_t* __restrict__ total) {
+  // >>> STARTER d05.4c
+  //|  // TODO(d05.4c): one block of kScanThreads threads turns the per-block counts into each
+  //|  // block's first output position: block_offsets[i] = counts[0] + ... + counts[i - 1], and
+  //|  // *total = the sum of all counts (the launcher returns it: until you write it, it is -1).
+  //|  // Walk the counts kScanThreads at a time, carrying the running sum from chunk to chunk:
+  //|  //  - each thread scans its count within its warp (warp_inclusive_scan);
+  //|  //  - lane 31 of every warp writes its warp's total to a __shared__ int64_t[32];
+  //|  //    __syncthreads(); warp 0 scans those 32 totals in place; __syncthreads();
+  //|  //  - exclusive offset = carry + (totals of earlier warps) + inclusive - count;
+  //|  //  - carry += the last warp's scanned total; __syncthreads() before the next chunk reuses
+  //|  //    the shared array. Thread 0 writes *total = carry at the end (also when blocks == 0).
+  // === SOLUTION
   __shared__ std::int64_t warp_sums[kScanThreads / kWarpSize];
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -365,6 +467,7 @@ __global__ __launch_bounds__(kScanThreads) void compact_1_scan_kernel(
     __syncthreads();  // everyone has read warp_sums before the next chunk overwrites it
   }
   if (threadIdx.x == 0) *total = carry;
+  // <<< d05.4c
 }
 
 // Exercise 4, launch 3: scatter the kept elements of tile b to out[block_offsets[b] + ...].
@@ -372,6 +475,15 @@ __global__ __launch_bounds__(kScanThreads) void compact_1_scan_kernel(
 __global__ __launch_bounds__(kCompactThreads) void compact_1_scatter_kernel(
     const float* __restrict__ x, std::int64_t n, float threshold,
     const std::int64_t* __restrict__ block_offsets, float* __restrict__ out) {
+  // >>> STARTER d05.4d
+  //|  // TODO(d05.4d): recount the tile exactly as the count kernel does, but keep each round's
+  //|  // value v[r] and ballot kept[r] in registers (arrays indexed by the unrolled r). Then:
+  //|  //  - lane 0 writes the warp's count to __shared__; __syncthreads();
+  //|  //  - offset = block_offsets[blockIdx.x] + the counts of the warps before this one;
+  //|  //  - for each round r: a lane that keeps its element writes it to
+  //|  //    out[offset + __popc(kept[r] & lanes_below(lane))]; then offset += __popc(kept[r]).
+  //|  // That is the stable order: block, warp, round, lane (lesson §4).
+  // === SOLUTION
   __shared__ int warp_counts[kCompactWarps];
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -395,6 +507,7 @@ __global__ __launch_bounds__(kCompactThreads) void compact_1_scatter_kernel(
     if (kept[r] >> lane & 1u) out[offset + __popc(kept[r] & lanes_below(lane))] = v[r];
     offset += __popc(kept[r]);
   }
+  // <<< d05.4d
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -405,6 +518,14 @@ __global__ __launch_bounds__(kCompactThreads) void compact_1_scatter_kernel(
 
 __global__ __launch_bounds__(kCompactThreads) void compact_2_count_kernel(
     const float* __restrict__ x, std::int64_t n, float threshold, int* __restrict__ block_counts) {
+  // >>> STARTER d05.5a
+  //|  // TODO(d05.5a): exercise 4a with cooperative groups (lesson §10):
+  //|  //   cg::thread_block block = cg::this_thread_block();
+  //|  //   cg::thread_block_tile<kWarpSize> warp = cg::tiled_partition<kWarpSize>(block);
+  //|  // warp.ballot(pred) for __ballot_sync, warp.thread_rank() for the lane,
+  //|  // warp.meta_group_rank() for the warp's index in the block, block.sync() for the barrier,
+  //|  // and cg::reduce(warp, value, cg::plus<int>()) to add the warps' counts.
+  // === SOLUTION
   __shared__ int warp_counts[kCompactWarps];
   const cg::thread_block block = cg::this_thread_block();
   const cg::thread_block_tile<kWarpSize> warp = cg::tiled_partition<kWarpSize>(block);
@@ -423,11 +544,16 @@ __global__ __launch_bounds__(kCompactThreads) void compact_2_count_kernel(
     const int total = cg::reduce(warp, mine, cg::plus<int>());
     if (warp.thread_rank() == 0) block_counts[blockIdx.x] = total;
   }
+  // <<< d05.5a
 }
 
 __global__ __launch_bounds__(kScanThreads) void compact_2_scan_kernel(
     const int* __restrict__ block_counts, std::int64_t blocks,
     std::int64_t* __restrict__ block_offsets, std::int64_t* __restrict__ total) {
+  // >>> STARTER d05.5b
+  //|  // TODO(d05.5b): exercise 4c with cooperative groups: cg::inclusive_scan(warp, value) in place
+  //|  // of warp_inclusive_scan, block.sync() for __syncthreads().
+  // === SOLUTION
   __shared__ std::int64_t warp_sums[kScanThreads / kWarpSize];
   const cg::thread_block block = cg::this_thread_block();
   const cg::thread_block_tile<kWarpSize> warp = cg::tiled_partition<kWarpSize>(block);
@@ -448,11 +574,17 @@ __global__ __launch_bounds__(kScanThreads) void compact_2_scan_kernel(
     block.sync();
   }
   if (block.thread_rank() == 0) *total = carry;
+  // <<< d05.5b
 }
 
 __global__ __launch_bounds__(kCompactThreads) void compact_2_scatter_kernel(
     const float* __restrict__ x, std::int64_t n, float threshold,
     const std::int64_t* __restrict__ block_offsets, float* __restrict__ out) {
+  // >>> STARTER d05.5c
+  //|  // TODO(d05.5c): exercise 4d with cooperative groups. For the counts of the earlier warps, let
+  //|  // lane l read warp l's count (0 past kCompactWarps), take cg::exclusive_scan(warp, count),
+  //|  // and fetch this warp's entry with warp.shfl(scanned, warp.meta_group_rank()).
+  // === SOLUTION
   __shared__ int warp_counts[kCompactWarps];
   const cg::thread_block block = cg::this_thread_block();
   const cg::thread_block_tile<kWarpSize> warp = cg::tiled_partition<kWarpSize>(block);
@@ -482,6 +614,7 @@ __global__ __launch_bounds__(kCompactThreads) void compact_2_scatter_kernel(
       out[offset + __popc(kept[r] & lanes_below(static_cast<int>(lane)))] = v[r];
     offset += __popc(kept[r]);
   }
+  // <<< d05.5c
 }
 
 // =============================================================================================
@@ -508,6 +641,15 @@ __global__ __launch_bounds__(kCountThreads) void count_keys_0_atomic_kernel(
 __global__ __launch_bounds__(kCountThreads) void count_keys_1_match_kernel(
     const std::int32_t* __restrict__ keys, std::int64_t n, std::uint32_t* __restrict__ counts,
     int bins) {
+  // >>> STARTER d05.6a
+  //|  // TODO(d05.6a): warp-aggregated atomics (lesson §5). Stride over the keys a warp at a time:
+  //|  //   for (base = (global warp index) * 32; base < n; base += (warps in the grid) * 32)
+  //|  // so that all 32 lanes run every iteration (the loop test depends only on base). In it:
+  //|  //  - i = base + lane; key = i < n ? keys[i] : -1;
+  //|  //  - peers = __match_any_sync(kFullMask, key): the lanes holding the same key;
+  //|  //  - the lowest of them (__ffs(peers) - 1 == lane), if 0 <= key < bins, does
+  //|  //    atomicAdd(&counts[key], __popc(peers)): one atomic per distinct key in the warp.
+  // === SOLUTION
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const std::int64_t warp_id =
       (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
@@ -520,6 +662,7 @@ __global__ __launch_bounds__(kCountThreads) void count_keys_1_match_kernel(
     if (lane == leader && key >= 0 && key < bins)
       atomicAdd(&counts[key], static_cast<unsigned>(__popc(peers)));
   }
+  // <<< d05.6a
 }
 
 // =============================================================================================
@@ -751,9 +894,15 @@ void count_keys_0_atomic(const std::int32_t* keys, std::int64_t n, std::uint32_t
 
 void count_keys_1_match(const std::int32_t* keys, std::int64_t n, std::uint32_t* counts, int bins) {
   check_count_args("count_keys_1_match", keys, n, counts, bins);
+  // >>> STARTER d05.6b
+  //|  // TODO(d05.6b): the kernel adds to counts, so they must start from zero: clear the bins
+  //|  // counts with cudaMemsetAsync (in COURSE_CUDA_CHECK) before the launch, on the same stream.
+  //|  // The tests poison counts first and call the function twice.
+  // === SOLUTION
   // The kernel adds to counts: they start from zero, cleared on the same stream first.
   COURSE_CUDA_CHECK(
       cudaMemsetAsync(counts, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(bins)));
+  // <<< d05.6b
   if (n == 0) return;
   count_keys_1_match_kernel<<<count_grid(n), kCountThreads>>>(keys, n, counts, bins);
   COURSE_LAUNCH_CHECK();

@@ -1,5 +1,11 @@
+// >>> STARTER
+//|// Day 6 — your kernels. Read lessons/d06_reduction_norms.md first; README.md in this folder
+//|// lists the exercises. Replace each TODO block; keep the names, the template parameters and the
+//|// launchers (the tests call them through lab.h). Check with:  course check d06
+// === SOLUTION
 // Day 6 — reference solution: block reduction, a deterministic two-pass sum (and the atomic
 // one it is contrasted with), RMSNorm, fused add + RMSNorm, Welford LayerNorm, online softmax.
+// <<<
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,9 +28,13 @@ using course::kWarpSize;
 using course::to_float;
 using course::Vec;
 
-constexpr int kMaxThreads = 1024;                   // the most threads a block may have
-constexpr int kMaxWarps = kMaxThreads / kWarpSize;  // ... and so the most warps
-constexpr float kNegInf = -INFINITY;
+// >>> STARTER
+//|// ([[maybe_unused]]: your code will use them; until then the compiler would warn.)
+// === SOLUTION
+// <<<
+constexpr int kMaxThreads = 1024;  // the most threads a block may have
+[[maybe_unused]] constexpr int kMaxWarps = kMaxThreads / kWarpSize;  // ... and so the most warps
+[[maybe_unused]] constexpr float kNegInf = -INFINITY;
 
 // ---------------------------------------------------------------------------------------------
 // Exercise 1 — block reduction (lesson §1).
@@ -37,6 +47,18 @@ constexpr float kNegInf = -INFINITY;
 // blockDim.x must be a multiple of 32. A row handled by one warp (blockDim.x == 32) stops after
 // level 1 and never reaches the barrier, so such blocks may let finished warps exit early.
 __device__ float block_sum(float v) {
+  // >>> STARTER d06.1a
+  //|  // TODO(d06.1a): the two levels (lesson §1).
+  //|  //  1. v = course::warp_sum(v): every lane now holds its warp's sum.
+  //|  //  2. If blockDim.x == kWarpSize (one warp per row) you are done: return v.
+  //|  //  3. Lane 0 of each warp stores its sum in a __shared__ float[kMaxWarps]; this row's slots
+  //|  //     start at threadIdx.y * (blockDim.x / kWarpSize). __syncthreads().
+  //|  //  4. Every warp reads all the warp sums (lane i takes slot i, 0 for lanes past the last
+  //|  //     warp) and adds them with warp_sum: every thread gets the total.
+  //|  //  5. __syncthreads() once more before returning, so that no warp can overwrite the slots
+  //|  //     (in a later call) while another is still reading them: that would be a race.
+  //|  return v;  // placeholder: the value of this thread alone
+  // === SOLUTION
   __shared__ float warp_sums[kMaxWarps];
   v = course::warp_sum(v);
   if (blockDim.x == kWarpSize) return v;
@@ -48,17 +70,24 @@ __device__ float block_sum(float v) {
   v = course::warp_sum(lane < warps ? row_sums[lane] : 0.0f);
   __syncthreads();  // every warp has read warp_sums before a later call overwrites it
   return v;
+  // <<< d06.1a
 }
 
 // One block per row. Thread t adds x[row, t], x[row, t + T], ... (T = blockDim.x: consecutive
 // threads read consecutive floats, so every warp's loads are coalesced), then block_sum.
 __global__ void row_sums_kernel(const float* __restrict__ x, float* __restrict__ sums,
                                 std::int64_t cols) {
+  // >>> STARTER d06.1b
+  //|  // TODO(d06.1b): xr = x + blockIdx.x * cols (as int64_t). Each thread adds xr[c] for
+  //|  // c = threadIdx.x, threadIdx.x + blockDim.x, ... < cols, then total = block_sum(partial), and
+  //|  // thread 0 writes sums[blockIdx.x] = total.
+  // === SOLUTION
   const float* xr = x + static_cast<std::int64_t>(blockIdx.x) * cols;
   float partial = 0.0f;
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) partial += xr[c];
   const float total = block_sum(partial);
   if (threadIdx.x == 0) sums[blockIdx.x] = total;
+  // <<< d06.1b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -74,6 +103,16 @@ using Float4 = Vec<float, 4>;
 
 __device__ float thread_partial_sum(const float* __restrict__ x, std::int64_t head,
                                     std::int64_t vecs, std::int64_t tail) {
+  // >>> STARTER d06.2a
+  //|  // TODO(d06.2a): g = this thread's index in the grid, grid = gridDim.x * blockDim.x (int64_t).
+  //|  //  - if g < head, add x[g];
+  //|  //  - body = x + head is 16-byte aligned: add the 4 floats of Float4 vectors g, g + grid,
+  //|  //    g + 2 grid, ... < vecs (chunk.load(body + v * 4)); load kSumUnroll vectors before adding
+  //|  //    any, so that several loads are in flight at once;
+  //|  //  - if g < tail, add body[vecs * 4 + g].
+  //|  // Always in this order: the same inputs must give the same bits.
+  //|  return 0.0f;
+  // === SOLUTION
   const std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t grid = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   float partial = 0.0f;
@@ -97,14 +136,20 @@ __device__ float thread_partial_sum(const float* __restrict__ x, std::int64_t he
   }
   if (g < tail) partial += body[vecs * Float4::kSize + g];
   return partial;
+  // <<< d06.2a
 }
 
 // Pass 1 of the deterministic sum: every block writes its sum to partials[blockIdx.x].
 __global__ void __launch_bounds__(kSumThreads)
     sum_two_pass_1_partials(const float* __restrict__ x, std::int64_t head, std::int64_t vecs,
                             std::int64_t tail, float* __restrict__ partials) {
+  // >>> STARTER d06.2b
+  //|  // TODO(d06.2b): block_total = block_sum(thread_partial_sum(x, head, vecs, tail)); thread 0
+  //|  // writes partials[blockIdx.x] = block_total.
+  // === SOLUTION
   const float block_total = block_sum(thread_partial_sum(x, head, vecs, tail));
   if (threadIdx.x == 0) partials[blockIdx.x] = block_total;
+  // <<< d06.2b
 }
 
 // Pass 2: ONE block adds the partials, thread i taking partials[i]: a fixed tree over a fixed
@@ -112,9 +157,14 @@ __global__ void __launch_bounds__(kSumThreads)
 // what guarantees that every partial has been written before it is read.
 __global__ void __launch_bounds__(kSumMaxPartials)
     sum_two_pass_2_final(const float* __restrict__ partials, int count, float* __restrict__ out) {
+  // >>> STARTER d06.2c
+  //|  // TODO(d06.2c): one block of kSumMaxPartials threads: thread i takes partials[i] (0 when
+  //|  // i >= count), block_sum adds them, thread 0 writes *out. No atomics: the order is fixed.
+  // === SOLUTION
   const float total =
       block_sum(static_cast<int>(threadIdx.x) < count ? partials[threadIdx.x] : 0.0f);
   if (threadIdx.x == 0) *out = total;
+  // <<< d06.2c
 }
 
 // For contrast: the same block sums, added into *out with one atomicAdd per block. Float
@@ -123,8 +173,13 @@ __global__ void __launch_bounds__(kSumMaxPartials)
 __global__ void __launch_bounds__(kSumThreads)
     sum_atomic_kernel(const float* __restrict__ x, std::int64_t head, std::int64_t vecs,
                       std::int64_t tail, float* __restrict__ out) {
+  // >>> STARTER d06.3
+  //|  // TODO(d06.3): as sum_two_pass_1_partials, but thread 0 does atomicAdd(out, block_total)
+  //|  // (and the launcher must set *out to 0 first: see sum_atomic below).
+  // === SOLUTION
   const float block_total = block_sum(thread_partial_sum(x, head, vecs, tail));
   if (threadIdx.x == 0) atomicAdd(out, block_total);
+  // <<< d06.3
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,6 +210,18 @@ template <class T, int N, int V, int kThreads>
 __global__ void __maxnreg__(kMaxRegisters)
     rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
                    std::int64_t rows, int hidden, float inv_hidden, float eps) {
+  // >>> STARTER d06.4
+  //|  // TODO(d06.4) (lesson §4):
+  //|  //  1. row = blockIdx.x * rows_per_block(kThreads) + threadIdx.y; return if row >= rows (this
+  //|  //     only happens in one-warp-per-row blocks, which never reach a barrier).
+  //|  //  2. Vec<T, N> cached[V], weight[V]; for k in [0, V) (#pragma unroll): v = threadIdx.x +
+  //|  //     k * kThreads; if v < hidden / N, load vector v of this row of x, and vector v of w.
+  //|  //     Nothing but loads in this loop: then all of them are in flight at once.
+  //|  //  3. A second loop adds the squares of the cached elements (to_float) to a float sum;
+  //|  //     rstd = rsqrtf(block_sum(sum) * inv_hidden + eps).
+  //|  //  4. A third loop: out[j] = from_float<T>(x * rstd * w), computed in float; store vector v
+  //|  //     of this row of y. x comes from `cached`, not from memory a second time.
+  // === SOLUTION
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
   if (row >= rows) return;  // only in one-warp-per-row blocks, which never reach a barrier
@@ -197,6 +264,7 @@ __global__ void __maxnreg__(kMaxRegisters)
       out.store(yr + static_cast<std::int64_t>(v) * N);
     }
   }
+  // <<< d06.4
 }
 
 // Fused add + RMSNorm (vLLM / FlashInfer semantics): residual = x + residual, stored at once,
@@ -207,6 +275,14 @@ template <class T, int N, int V, int kThreads>
 __global__ void __maxnreg__(kMaxRegisters)
     fused_add_rmsnorm_kernel(const T* x, T* __restrict__ residual, const T* __restrict__ w, T* y,
                              std::int64_t rows, int hidden, float inv_hidden, float eps) {
+  // >>> STARTER d06.5
+  //|  // TODO(d06.5) (lesson §4): as rmsnorm_kernel, but the first loop loads vector v of x AND
+  //|  // of residual; the second computes s = x + residual in float for each element, keeps it in
+  //|  // float sums[V][N], adds s * s to the sum of squares, and stores the rounded s back into
+  //|  // residual (from_float<T>). Load w after the reduction (registers are short), and compute y
+  //|  // from sums[k][j] (the float32 values), not from the rounded residual. Every thread reads
+  //|  // its elements of x before it writes y there, which is what makes y == x safe.
+  // === SOLUTION
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
   if (row >= rows) return;  // only in one-warp-per-row blocks
@@ -255,6 +331,7 @@ __global__ void __maxnreg__(kMaxRegisters)
       out.store(y + offset + static_cast<std::int64_t>(v) * N);
     }
   }
+  // <<< d06.5
 }
 
 // Welford's running statistics of the values seen so far: how many, their mean, and M2, the
@@ -268,6 +345,18 @@ struct Welford {
 // The statistics of the union of two disjoint sets (Chan, Golub and LeVeque): the parallel
 // merge that lets lanes, then warps, combine what each of them saw.
 __device__ __forceinline__ Welford welford_merge(const Welford& a, const Welford& b) {
+  // >>> STARTER d06.6a
+  //|  // TODO(d06.6a) (lesson §5): the statistics of the union of two disjoint sets:
+  //|  //   (if b.count == 0 return a; if a.count == 0 return b: an idle lane changes nothing)
+  //|  //   count = a.count + b.count
+  //|  //   delta = b.mean - a.mean
+  //|  //   mean  = a.mean + delta * b.count / count
+  //|  //   m2    = a.m2 + b.m2 + delta^2 * a.count * b.count / count
+  //|  // Use __fdividef for the division: '/' calls a slow-path subroutine, and the kernel would
+  //|  // spill its cached row to local memory around the call.
+  //|  (void)b;
+  //|  return a;
+  // === SOLUTION
   // An empty side (an idle lane) leaves the other exactly as it is: no 0 / 0, and no rounding
   // of a mean that does not change.
   if (b.count == 0.0f) return a;
@@ -279,9 +368,17 @@ __device__ __forceinline__ Welford welford_merge(const Welford& a, const Welford
   // the kernel spill its cached row to local memory.
   const float b_share = __fdividef(b.count, count);
   return {count, a.mean + delta * b_share, a.m2 + b.m2 + delta * delta * a.count * b_share};
+  // <<< d06.6a
 }
 
 __device__ __forceinline__ Welford warp_welford(Welford s) {
+// >>> STARTER d06.6b
+//|  // TODO(d06.6b): the butterfly of course::warp_sum with welford_merge instead of +: for
+//|  // offset = 16, 8, 4, 2, 1 fetch the partner's count, mean and m2 (__shfl_xor_sync), merge.
+//|  // merge(a, b) and merge(b, a) round differently, so end by giving every lane lane 0's
+//|  // result (__shfl_sync(kFullMask, value, 0)).
+//|  return s;
+// === SOLUTION
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
     const Welford other{__shfl_xor_sync(kFullMask, s.count, offset),
@@ -293,10 +390,15 @@ __device__ __forceinline__ Welford warp_welford(Welford s) {
   // slightly different bits. Take lane 0's: every element of the row then sees the same mean.
   return {__shfl_sync(kFullMask, s.count, 0), __shfl_sync(kFullMask, s.mean, 0),
           __shfl_sync(kFullMask, s.m2, 0)};
+  // <<< d06.6b
 }
 
 // block_sum's two levels, with the Welford merge instead of +.
 __device__ Welford block_welford(Welford s) {
+  // >>> STARTER d06.6b
+  //|  // TODO(d06.6b): block_sum's two levels with warp_welford (a __shared__ Welford[kMaxWarps];
+  //|  // lanes past the last warp contribute the empty state {0, 0, 0}).
+  // === SOLUTION
   __shared__ Welford warp_states[kMaxWarps];
   s = warp_welford(s);
   if (blockDim.x == kWarpSize) return s;
@@ -307,6 +409,7 @@ __device__ Welford block_welford(Welford s) {
   __syncthreads();
   s = warp_welford(lane < warps ? row_states[lane] : Welford{0.0f, 0.0f, 0.0f});
   __syncthreads();
+  // <<< d06.6b
   return s;
 }
 
@@ -319,6 +422,21 @@ __global__ void __maxnreg__(kMaxRegisters)
                      const T* __restrict__ beta, T* __restrict__ y, float* __restrict__ mean_out,
                      float* __restrict__ rstd_out, std::int64_t rows, int hidden, float inv_hidden,
                      float eps) {
+  // >>> STARTER d06.6c
+  //|  // TODO(d06.6c) (lesson §5):
+  //|  //  1. row, and the row of x loaded into Vec<T, N> cached[V] as in rmsnorm_kernel (loads only).
+  //|  //  2. A second loop updates a per-thread Welford state for each cached element f:
+  //|  //     delta = f - mean; mean += delta / count; m2 += delta * (f - mean), where
+  //|  //     count = k * N + j + 1 (a compile-time constant once the loops are unrolled: write
+  //|  //     delta * (1.0f / (k * N + j + 1)) and no division is left). After each vector,
+  //|  //     stats.count = (k + 1) * N.
+  //|  //  3. stats = block_welford(stats); mean = stats.mean;
+  //|  //     var = stats.m2 * inv_hidden; rstd = rsqrtf((var < 0 ? 0 : var) + eps) (not fmaxf: it
+  //|  //     turns a NaN into 0, and a row holding a NaN must give NaN statistics).
+  //|  //  4. Thread 0 of the row writes mean_out[row] and rstd_out[row] (each only if not null).
+  //|  //  5. y = (x - mean) * rstd * gamma + beta from the cached row, in float, stored as T (load
+  //|  //     gamma and beta one vector at a time: all of them would not fit in the registers).
+  // === SOLUTION
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * rows_per_block(kThreads) + threadIdx.y;
   if (row >= rows) return;  // only in one-warp-per-row blocks
@@ -376,6 +494,7 @@ __global__ void __maxnreg__(kMaxRegisters)
       out.store(yr + static_cast<std::int64_t>(v) * N);
     }
   }
+  // <<< d06.6c
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,17 +509,36 @@ struct MaxSum {
 };
 
 __device__ __forceinline__ float rescale(float sum, float old_max, float new_max) {
+  // >>> STARTER d06.7a
+  //|  // TODO(d06.7a) (lesson §6): return sum * exp(old_max - new_max) (__expf), except when
+  //|  // new_max is -inf (nothing but -inf seen yet: sum is 0 and must stay 0, not NaN).
+  //|  (void)old_max;
+  //|  (void)new_max;
+  //|  return sum;
+  // === SOLUTION
   return new_max == kNegInf ? sum : sum * __expf(old_max - new_max);
+  // <<< d06.7a
 }
 
 // Commutative bit for bit (the max, then a sum of two terms), so every lane of a butterfly
 // ends with the same result.
 __device__ __forceinline__ MaxSum max_sum_merge(const MaxSum& a, const MaxSum& b) {
+  // >>> STARTER d06.7a
+  //|  // TODO(d06.7a): m = course::nan_max(a.max, b.max) (a NaN must win); the sum is the two
+  //|  // sums, each rescaled from its own max to m.
+  //|  (void)b;
+  //|  return a;
+  // === SOLUTION
   const float m = course::nan_max(a.max, b.max);
   return {m, rescale(a.sum, a.max, m) + rescale(b.sum, b.max, m)};
+  // <<< d06.7a
 }
 
 __device__ MaxSum block_max_sum(MaxSum s) {
+  // >>> STARTER d06.7b
+  //|  // TODO(d06.7b): block_sum's two levels with max_sum_merge instead of + (shuffle both the
+  //|  // max and the sum). Lanes past the last warp contribute the empty state {kNegInf, 0}.
+  // === SOLUTION
   __shared__ MaxSum warp_states[kMaxWarps];
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
@@ -421,6 +559,7 @@ __device__ MaxSum block_max_sum(MaxSum s) {
     s = max_sum_merge(s, other);
   }
   __syncthreads();
+  // <<< d06.7b
   return s;
 }
 
@@ -435,6 +574,15 @@ constexpr int kSoftmaxUnroll = 4;
 template <class T, int N>
 __global__ void __launch_bounds__(kSoftmaxMaxThreads)
     softmax_online_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t cols) {
+  // >>> STARTER d06.7c
+  //|  // TODO(d06.7c) (lesson §6): row blockIdx.x, cols / N vectors; thread t takes vectors
+  //|  // t, t + blockDim.x, ... (load kSoftmaxUnroll of them before using any).
+  //|  //  Pass 1: state = {kNegInf, 0}. For each group of loaded vectors: m = max(state.max, the
+  //|  //          group's values) with course::nan_max; sum = rescale(state.sum, state.max, m) +
+  //|  //          exp(x - m) for each value (0 while m is still -inf); state = {m, sum}.
+  //|  //  state = block_max_sum(state).
+  //|  //  Pass 2: read the row again and write y = exp(x - state.max) * (1 / state.sum).
+  // === SOLUTION
   const std::int64_t vecs = cols / N;
   const std::int64_t stride = blockDim.x;
   const T* xr = x + static_cast<std::int64_t>(blockIdx.x) * cols;
@@ -485,6 +633,7 @@ __global__ void __launch_bounds__(kSoftmaxMaxThreads)
       }
     }
   }
+  // <<< d06.7c
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -713,8 +862,13 @@ void sum_two_pass(const float* x, std::int64_t n, float* partials, float* out) {
 
 void sum_atomic(const float* x, std::int64_t n, float* out) {
   check_sum_args("sum_atomic", x, n, out);
+  // >>> STARTER d06.3
+  //|  // TODO(d06.3): the blocks add into *out, so it must start at 0: cudaMemsetAsync(out, 0,
+  //|  // sizeof(float)) here (in stream order, before the kernel), inside COURSE_CUDA_CHECK.
+  // === SOLUTION
   // The blocks add into *out, so it must start at 0 (in stream order, before the kernel).
   COURSE_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float)));
+  // <<< d06.3
   if (n == 0) return;
   const SumSplit s = split_sum(x, n);
   sum_atomic_kernel<<<s.blocks, kSumThreads>>>(x, s.head, s.vecs, s.tail, out);

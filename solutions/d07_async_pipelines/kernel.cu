@@ -1,5 +1,11 @@
+// >>> STARTER
+//|// Day 7 — your kernels. Read lessons/d07_async_pipelines.md first; README.md in this folder
+//|// lists the exercises. Replace each TODO block; keep the names, the template parameters and the
+//|// launchers (the tests call them through lab.h). Check with:  course check d07
+// === SOLUTION
 // Day 7 — reference solution: cp.async three ways, and the decode GEMV from synchronous tiles to
 // a cp.async ring, 1-D bulk copies on an mbarrier and TMA tiles (Hopper).
+// <<<
 #include <cuda.h>  // CUtensorMap and its enums only: the driver is reached through the runtime
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_pipeline.h>
@@ -49,6 +55,14 @@ __device__ void copy_float_tail(const float* __restrict__ x, float* __restrict__
 __global__ void __launch_bounds__(kCopyThreads)
     async_copy_1_cuda_pipeline_kernel(const float* __restrict__ x, float* __restrict__ y,
                                       std::int64_t n) {
+  // >>> STARTER d07.1a
+  //|  // TODO(d07.1a) (lesson §3.2): make a per-thread pipeline (cuda::make_pipeline()). For every
+  //|  // tile first = blockIdx.x * kCopyTileChunks, stepping by gridDim.x * kCopyTileChunks while
+  //|  // first < n / 4: producer_acquire; for j < kCopyChunksPerThread, chunk c = j * kCopyThreads +
+  //|  // threadIdx.x, if first + c is a whole chunk, cuda::memcpy_async(&tile[c], &x4[first + c],
+  //|  // cuda::aligned_size_t<16>(sizeof(Chunk)), pipe); producer_commit; consumer_wait; write the
+  //|  // same chunks from tile to y; consumer_release. Then copy_float_tail(x, y, n).
+  // === SOLUTION
   __shared__ Chunk tile[kCopyTileChunks];
   const Chunk* xc = reinterpret_cast<const Chunk*>(x);
   Chunk* yc = reinterpret_cast<Chunk*>(y);
@@ -73,6 +87,7 @@ __global__ void __launch_bounds__(kCopyThreads)
     pipe.consumer_release();
   }
   copy_float_tail(x, y, n);
+  // <<< d07.1a
 }
 
 // (b) The CUDA pipeline primitives: __pipeline_memcpy_async, __pipeline_commit,
@@ -80,6 +95,11 @@ __global__ void __launch_bounds__(kCopyThreads)
 __global__ void __launch_bounds__(kCopyThreads)
     async_copy_2_primitives_kernel(const float* __restrict__ x, float* __restrict__ y,
                                    std::int64_t n) {
+  // >>> STARTER d07.1b
+  //|  // TODO(d07.1b) (lesson §3.3): the loop of TODO(d07.1a) with __pipeline_memcpy_async(&tile[c],
+  //|  // &x4[first + c], sizeof(Chunk)), one __pipeline_commit() and __pipeline_wait_prior(0) per tile
+  //|  // before the chunks are written to y; then copy_float_tail(x, y, n).
+  // === SOLUTION
   __shared__ Chunk tile[kCopyTileChunks];
   const Chunk* xc = reinterpret_cast<const Chunk*>(x);
   Chunk* yc = reinterpret_cast<Chunk*>(y);
@@ -100,26 +120,45 @@ __global__ void __launch_bounds__(kCopyThreads)
     }
   }
   copy_float_tail(x, y, n);
+  // <<< d07.1b
 }
 
 // (c) The PTX itself: cp.async.cg (cache in L2 only: the data goes to shared memory, not
 // through L1), commit_group, wait_group N (all but the newest N groups of this thread have
 // landed). The GEMV kernels below are built on these three helpers.
 __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* global_src) {
+  // >>> STARTER d07.1c
+  //|  // TODO(d07.1c) (lesson §3.4): asm volatile with "cp.async.cg.shared.global [%0], [%1], 16;",
+  //|  // the shared-memory address as a 32-bit "r" operand (__cvta_generic_to_shared), the global
+  //|  // pointer as "l", and a "memory" clobber.
+  // === SOLUTION
   const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src)
                : "memory");
+  // <<< d07.1c
 }
 __device__ __forceinline__ void cp_async_commit() {
+  // >>> STARTER d07.1c
+  //|  // TODO(d07.1c): "cp.async.commit_group;" (with a "memory" clobber).
+  // === SOLUTION
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+  // <<< d07.1c
 }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
+  // >>> STARTER d07.1c
+  //|  // TODO(d07.1c): "cp.async.wait_group %0;" with kPending as an "n" (immediate) operand.
+  // === SOLUTION
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+  // <<< d07.1c
 }
 
 __global__ void __launch_bounds__(kCopyThreads)
     async_copy_3_ptx_kernel(const float* __restrict__ x, float* __restrict__ y, std::int64_t n) {
+  // >>> STARTER d07.1c
+  //|  // TODO(d07.1c) (lesson §3.4): the loop of TODO(d07.1a) with cp_async_16, one
+  //|  // cp_async_commit() and cp_async_wait<0>() per tile; then copy_float_tail(x, y, n).
+  // === SOLUTION
   __shared__ Chunk tile[kCopyTileChunks];
   const Chunk* xc = reinterpret_cast<const Chunk*>(x);
   Chunk* yc = reinterpret_cast<Chunk*>(y);
@@ -140,6 +179,7 @@ __global__ void __launch_bounds__(kCopyThreads)
     }
   }
   copy_float_tail(x, y, n);
+  // <<< d07.1c
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,6 +264,13 @@ template <int kBatch>
 __device__ void load_tile_sync(bfloat16* stage, const bfloat16* __restrict__ W,
                                const bfloat16* __restrict__ x, std::int64_t N, std::int64_t K,
                                int batch, std::int64_t row0, std::int64_t k0, int chunks) {
+  // >>> STARTER d07.2a
+  //|  // TODO(d07.2a) (lesson §4.2): warp w copies row row0 + w of W (if < N), chunks lane, lane + 32,
+  //|  // ... below `chunks`, from W + (row0 + w) * K + k0 to stage + w * kTileK, as BVec load/store.
+  //|  // Then all threads copy the batch * chunks chunks of x: i = threadIdx.x, i + kGemvThreads, ...;
+  //|  // b = i / chunks, c = i % chunks; from x + b * K + k0 + 8c to the x part of the stage
+  //|  // (stage + kRowsPerBlock * kTileK + b * kTileK + 8c).
+  // === SOLUTION
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   if (row0 + warp < N) {
     const bfloat16* src = W + (row0 + warp) * K + k0;
@@ -240,12 +287,20 @@ __device__ void load_tile_sync(bfloat16* stage, const bfloat16* __restrict__ W,
     v.load(x + b * K + k0 + c * kChunkElems);
     v.store(x_tile + b * kTileK + c * kChunkElems);
   }
+  // <<< d07.2a
 }
 
 template <int kBatch>
 __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     gemv_1_sync_kernel(const bfloat16* __restrict__ W, const bfloat16* __restrict__ x,
                        float* __restrict__ y, std::int64_t N, std::int64_t K, int batch) {
+  // >>> STARTER d07.2b
+  //|  // TODO(d07.2b) (lesson §4.2): row0 = blockIdx.x * kRowsPerBlock (64-bit), row = row0 + warp,
+  //|  // k_chunks = K / 8, tiles = ceil(k_chunks / kTileChunks); float acc[kBatch] = {}. For each
+  //|  // tile t: chunks = chunks_in_tile(k_chunks, t, kTileChunks); load_tile_sync; __syncthreads();
+  //|  // if row < N, accumulate_chunks(this warp's row of the stage, the x part, kTileK, chunks, batch,
+  //|  // acc); __syncthreads(). Then store_row(acc, y, N, row, batch).
+  // === SOLUTION
   __shared__ alignas(16) bfloat16 stage[stage_elems<kBatch, kTileK>];
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock;
   const std::int64_t row = row0 + threadIdx.x / kWarpSize;
@@ -262,6 +317,7 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     __syncthreads();  // every warp is done with the tile before the next load overwrites it
   }
   store_row<kBatch>(acc, y, N, row, batch);
+  // <<< d07.2b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,6 +331,10 @@ template <int kBatch>
 __device__ void issue_tile_cp_async(bfloat16* stage, const bfloat16* __restrict__ W,
                                     const bfloat16* __restrict__ x, std::int64_t N, std::int64_t K,
                                     int batch, std::int64_t row0, std::int64_t k0, int chunks) {
+  // >>> STARTER d07.3a
+  //|  // TODO(d07.3a) (lesson §4.3): load_tile_sync's mapping with cp_async_16(dst, src) in place of
+  //|  // each BVec load + store.
+  // === SOLUTION
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   if (row0 + warp < N) {
     const bfloat16* src = W + (row0 + warp) * K + k0;
@@ -286,6 +346,7 @@ __device__ void issue_tile_cp_async(bfloat16* stage, const bfloat16* __restrict_
     const int b = i / chunks, c = i % chunks;  // x row, chunk in the tile
     cp_async_16(x_tile + b * kTileK + c * kChunkElems, x + b * K + k0 + c * kChunkElems);
   }
+  // <<< d07.3a
 }
 
 // Exercise 3 — two stages (lesson §4.3): tile t + 1 is copied into the other stage while tile t
@@ -294,6 +355,13 @@ template <int kBatch>
 __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     gemv_2_double_buffer_kernel(const bfloat16* __restrict__ W, const bfloat16* __restrict__ x,
                                 float* __restrict__ y, std::int64_t N, std::int64_t K, int batch) {
+  // >>> STARTER d07.3b
+  //|  // TODO(d07.3b) (lesson §4.3): two stages of stage_elems<kBatch, kTileK> in dynamic_smem. Issue
+  //|  // tile 0 into stage 0 and commit. For each tile t: issue tile t + 1 (if any) into stage
+  //|  // (t + 1) % 2; commit (always, even an empty group); cp_async_wait<1>(); __syncthreads();
+  //|  // accumulate stage t % 2 (rows < N); __syncthreads() before that stage is refilled.
+  //|  // Then store_row.
+  // === SOLUTION
   extern __shared__ __align__(128) unsigned char dynamic_smem[];
   bfloat16* stages = reinterpret_cast<bfloat16*>(dynamic_smem);  // [2][stage_elems]
   constexpr int kStage = stage_elems<kBatch, kTileK>;
@@ -322,6 +390,7 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     __syncthreads();  // every warp is done with this stage before tile t + 2 is copied into it
   }
   store_row<kBatch>(acc, y, N, row, batch);
+  // <<< d07.3b
 }
 
 // Exercise 4 — a ring of kStages stages (lesson §5). The prologue puts tiles 0 .. kStages - 2 in
@@ -335,6 +404,13 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     gemv_3_multistage_kernel(const bfloat16* __restrict__ W, const bfloat16* __restrict__ x,
                              float* __restrict__ y, std::int64_t N, std::int64_t K, int batch) {
   static_assert(kStages >= 3, "with 2 stages, use the double buffer's two barriers");
+  // >>> STARTER d07.4
+  //|  // TODO(d07.4) (lesson §5): kStages stages in dynamic_smem. Prologue: tiles 0 .. kStages - 2,
+  //|  // one commit each (also when there is no such tile). For each tile t: cp_async_wait<kStages -
+  //|  // 2>(); ONE __syncthreads(); issue tile t + kStages - 1 (if any) into the stage tile t - 1 used;
+  //|  // commit; accumulate the stage of tile t. Keep the two stage indices as counters that wrap to 0
+  //|  // at kStages. Then store_row.
+  // === SOLUTION
   extern __shared__ __align__(128) unsigned char dynamic_smem[];
   bfloat16* stages = reinterpret_cast<bfloat16*>(dynamic_smem);  // [kStages][stage_elems]
   constexpr int kStage = stage_elems<kBatch, kTileK>;
@@ -368,6 +444,7 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
   }
   store_row<kBatch>(acc, y, N, row, batch);
+  // <<< d07.4
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -410,7 +487,13 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* smem_dst, const void* 
 // Exercise 5 — the bytes one stage expects (lesson §6.2): every row segment and every x
 // segment is `chunks` 16-byte chunks. Host and device share it: the test checks it on the host.
 __host__ __device__ inline std::int64_t stage_tx_bytes(int rows, int batch, std::int64_t chunks) {
+  // >>> STARTER d07.5a
+  //|  // TODO(d07.5a) (lesson §6.2): the bytes the copies of one stage deliver: `rows` segments of
+  //|  // W and `batch` of x, `chunks` 16-byte chunks each.
+  //|  return -1;
+  // === SOLUTION
   return static_cast<std::int64_t>(rows + batch) * chunks * 16;
+  // <<< d07.5a
 }
 
 // Exercise 5 — gemv_4_bulk (lesson §6.2). kBulkStages stages, each with its own mbarrier
@@ -427,6 +510,17 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
                        float* __restrict__ y, std::int64_t N, std::int64_t K, int batch,
                        int debug_extra_tx_bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // >>> STARTER d07.5b
+  //|  // TODO(d07.5b) (lesson §6.2): stages of stage_elems<kBatch, kTileK> in dynamic_smem, then
+  //|  // kBulkStages mbarriers `full`. Thread 0 inits each with 1 arrival and fence_barrier_init();
+  //|  // __syncthreads(). Thread 0 issues tiles 0 .. kBulkStages - 1:
+  //|  // mbarrier_arrive_expect_tx(&full[s], stage_tx_bytes(rows_here, batch, chunks) +
+  //|  // debug_extra_tx_bytes), then bulk_copy_to_shared of each row segment of W (rows < N) and each x
+  //|  // row, chunks * 16 bytes, into the stage. For each tile t: s = t % kBulkStages, parity (t /
+  //|  // kBulkStages) % 2; if (!mbarrier_wait_bounded(&full[s], parity, expected bytes)) return;
+  //|  // accumulate; __syncthreads(); thread 0 refills stage s with tile t + kBulkStages (if any). Then
+  //|  // store_row.
+  // === SOLUTION
   extern __shared__ __align__(128) unsigned char dynamic_smem[];
   constexpr int kStage = stage_elems<kBatch, kTileK>;
   bfloat16* stages = reinterpret_cast<bfloat16*>(dynamic_smem);  // [kBulkStages][kStage]
@@ -473,6 +567,7 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     if (threadIdx.x == 0 && t + kBulkStages < tiles) issue(s, t + kBulkStages);
   }
   store_row<kBatch>(acc, y, N, row, batch);
+  // <<< d07.5b
 #else
   // NOTE: never runs: the launcher refuses GPUs before compute capability 9.0. The trap makes it
   // loud if it ever did, and lets the SASS checks tell this architecture's kernel from an
@@ -499,6 +594,13 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
                       const __grid_constant__ CUtensorMap x_map, float* __restrict__ y,
                       std::int64_t N, std::int64_t K, int batch, int debug_extra_tx_bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // >>> STARTER d07.6b
+  //|  // TODO(d07.6b) (lesson §6.4): as TODO(d07.5b) with kTmaStages stages of stage_elems<kBatch,
+  //|  // kTmaTileK>, starting at dynamic_smem rounded up to kTmaAlign bytes. Each stage expects the
+  //|  // FULL boxes, (kRowsPerBlock + batch) * kTmaTileK * 2 bytes (+ debug_extra_tx_bytes): zeros
+  //|  // outside the matrix count. Thread 0 issues two tma_load_2d per stage: W's box at (k0, row0)
+  //|  // and x's at (k0, 0), x's box after W's in the stage.
+  // === SOLUTION
   extern __shared__ __align__(128) unsigned char dynamic_smem[];
   constexpr int kStage = stage_elems<kBatch, kTmaTileK>;
   static_assert((kStage * 2) % kTmaAlign == 0, "every stage starts aligned");
@@ -541,6 +643,7 @@ __global__ void __launch_bounds__(kGemvThreads, kGemvMinBlocksPerSm)
     if (threadIdx.x == 0 && t + kTmaStages < tiles) issue(s, t + kTmaStages);
   }
   store_row<kBatch>(acc, y, N, row, batch);
+  // <<< d07.6b
 #else
   // NOTE: never runs (see gemv_4_bulk_kernel); the SASS checks look for UTMALDG or this trap.
   __trap();
@@ -691,6 +794,13 @@ using course::tensor_map_encoder;  // cuTensorMapEncodeTiled, through the runtim
 CUtensorMap make_tensor_map_2d(const bfloat16* base, std::int64_t rows, std::int64_t cols,
                                int box_rows, int box_cols) {
   CUtensorMap map{};
+  // >>> STARTER d07.6a
+  //|  // TODO(d07.6a) (lesson §6.4): call tensor_map_encoder() (cuTensorMapEncodeTiled) with
+  //|  // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank 2, `base`, the dimensions innermost first {cols, rows},
+  //|  // the one pitch {cols * sizeof(bfloat16)} bytes, the box {box_cols, box_rows}, element strides
+  //|  // {1, 1}, no interleave, no swizzle, L2 promotion 256B, OOB fill NONE (zeros); throw
+  //|  // std::runtime_error if it does not return CUDA_SUCCESS.
+  // === SOLUTION
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(cols) * sizeof(bfloat16)};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
@@ -702,6 +812,7 @@ CUtensorMap make_tensor_map_2d(const bfloat16* base, std::int64_t rows, std::int
   if (result != CUDA_SUCCESS)
     throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " +
                              std::to_string(static_cast<int>(result)));
+  // <<< d07.6a
   return map;
 }
 

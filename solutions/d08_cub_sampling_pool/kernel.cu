@@ -1,9 +1,16 @@
+// >>> STARTER
+//|// Day 8 — your caching memory pool (part 1) and your scans and sampling kernels (part 2). Read
+//|// lessons/d08_cub_sampling_pool.md first; README.md in this folder lists the steps. Replace
+//|// each TODO block; keep lab.h's interface (the tests call it). The data structures below are a
+//|// suggestion that the TODOs follow; you may change them. Check with:  course check d08
+// === SOLUTION
 // Day 8 — reference solution. Part 1: a caching device memory pool (lesson 8 §1-§6). One mutex
 // guards everything; blocks are cut from segments, kept in per-pool free lists ordered by
 // (stream, size, address) so that best fit is one lower_bound, and merged with their cached
 // neighbours when they come back. Part 2 (lesson 8 §10-§14): a tile scan with CUB's block
 // primitives, reduce-then-scan, the one-pass decoupled look-back scan, and sampling (min-p,
 // top-k, top-p) with a pivot search instead of a sort.
+// <<<
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -186,18 +193,29 @@ void CachingPool::Impl::put_in_cache(Block* block) {
 // ---------------------------------------------------------------------------------------------
 // Step 1 — sizes (lesson §2).
 std::size_t round_size(std::size_t bytes) {
+  // >>> STARTER d08.1
+  //|  // TODO(d08.1): round `bytes` up to a multiple of kMinBlockSize, as lab.h says (lesson §2).
+  //|  return 0;  // placeholder: no size yet
+  // === SOLUTION
   // Rounding to 512 bytes keeps every block 512-byte aligned (segments are) and makes blocks
   // of nearly equal requests interchangeable, so a freed block fits the next request.
   if (bytes == 0) return kMinBlockSize;
   return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+  // <<< d08.1
 }
 
 std::size_t segment_size(std::size_t size) {
+  // >>> STARTER d08.1
+  //|  // TODO(d08.1): kSmallSegmentSize for a small block (size <= kSmallSize), else size rounded
+  //|  // up to a multiple of kLargeSegmentRound (lesson §2).
+  //|  return 0;  // placeholder: no size yet
+  // === SOLUTION
   // Small blocks share 2 MiB segments (one cudaMalloc serves thousands of small tensors); a
   // large block gets a segment of its own, rounded to 2 MiB so that it can be reused for a
   // slightly larger request later.
   if (size <= kSmallSize) return kSmallSegmentSize;
   return (size + kLargeSegmentRound - 1) / kLargeSegmentRound * kLargeSegmentRound;
+  // <<< d08.1
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,6 +228,15 @@ void* CachingPool::allocate(std::size_t bytes, cudaStream_t stream) {
 }
 
 void* CachingPool::Impl::allocate(std::size_t bytes, cudaStream_t stream) {
+  // >>> STARTER d08.2
+  //|  // TODO(d08.2): the allocation path (lesson §3). size = round_size(bytes), small = size <=
+  //|  // kSmallSize; process_events() first (a block other streams are done with is reusable);
+  //|  // block = find_cached(small, stream, size), taken out of its list with take_from_cache(),
+  //|  // or else new_segment(...); split(block, size); mark it allocated, put it in `allocated`,
+  //|  // and update stats.allocated_bytes (the block's full size), allocated_blocks and
+  //|  // peak_allocated_bytes. Return block->ptr.
+  //|  throw std::logic_error("TODO(d08.2): CachingPool::allocate is not written yet (lesson 8 §3)");
+  // === SOLUTION
   // Events first: a block another stream has finished with is as good as any cached block.
   const std::size_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
@@ -227,9 +254,16 @@ void* CachingPool::Impl::allocate(std::size_t bytes, cudaStream_t stream) {
   ++stats.allocated_blocks;
   stats.peak_allocated_bytes = std::max(stats.peak_allocated_bytes, stats.allocated_bytes);
   return block->ptr;
+  // <<< d08.2
 }
 
 Block* CachingPool::Impl::find_cached(bool small, cudaStream_t stream, std::size_t size) {
+  // >>> STARTER d08.2
+  //|  // TODO(d08.2): best fit among this stream's cached blocks of the pool (lesson §3.2): the
+  //|  // smallest block of `stream` with size >= `size`, the lowest address among equal sizes.
+  //|  // BlockOrder sorts the free lists by exactly that key: one lower_bound finds it.
+  //|  return nullptr;  // placeholder: nothing is ever reused
+  // === SOLUTION
   // The key {stream, size, null} sorts before every block of that stream and size, so
   // lower_bound lands on the smallest block >= size (the lowest address among equals); if
   // that block belongs to another stream, this stream has none large enough.
@@ -240,10 +274,18 @@ Block* CachingPool::Impl::find_cached(bool small, cudaStream_t stream, std::size
   const auto it = list.lower_bound(&key);
   if (it == list.end() || (*it)->stream != stream) return nullptr;
   return *it;
+  // <<< d08.2
 }
 
 Block* CachingPool::Impl::new_segment(bool small, cudaStream_t stream, std::size_t bytes,
                                       std::size_t size) {
+  // >>> STARTER d08.7
+  //|  // TODO(d08.7): a new segment of segment_size(size) bytes from backend.allocate() (lesson
+  //|  // §6). When it returns nullptr, release_cached_segments() and try once more; when that fails
+  //|  // too, throw OutOfMemory(out_of_memory_message(bytes, segment)). Otherwise a new Block that
+  //|  // spans the segment (no neighbours); reserved_bytes and segments grow.
+  //|  throw std::logic_error("TODO(d08.7): CachingPool has no new_segment yet (lesson 8 §6)");
+  // === SOLUTION
   // Cached segments are memory nobody uses: giving them back can make room for the request,
   // and costs only future cudaMallocs. One retry, not a loop: after it nothing else can change.
   const std::size_t segment = segment_size(size);
@@ -261,9 +303,15 @@ Block* CachingPool::Impl::new_segment(bool small, cudaStream_t stream, std::size
   stats.reserved_bytes += segment;
   ++stats.segments;
   return block;
+  // <<< d08.7
 }
 
 std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::size_t segment) {
+  // >>> STARTER d08.7
+  //|  // TODO(d08.7): the message of OutOfMemory, word for word as lab.h writes it (lesson §6),
+  //|  // with backend.info() for the device's free and total bytes.
+  //|  return "TODO(d08.7): the out-of-memory message";
+  // === SOLUTION
   // Everything a reader needs to tell "the model does not fit" (allocated near the total) from
   // "the cache is fragmented" (much cached) from "another process holds it" (little free).
   const DeviceMemory::Info info = backend.info();
@@ -274,11 +322,19 @@ std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::siz
       << stats.cached_bytes << " cached); the device has " << info.free_bytes << " of "
       << info.total_bytes << " bytes free";
   return msg.str();
+  // <<< d08.7
 }
 
 // ---------------------------------------------------------------------------------------------
 // Step 3 — splitting and coalescing (lesson §3.3).
 void CachingPool::Impl::split(Block* block, std::size_t size) {
+  // >>> STARTER d08.3
+  //|  // TODO(d08.3): split `block` (in no list) into [size | rest] when the rest is worth keeping:
+  //|  // rest >= kMinBlockSize for a small block, rest > kSmallSize for a large one (lesson §3.3).
+  //|  // The rest is a new Block just above `block` in the segment's list (fix prev and next on
+  //|  // both sides), of the same stream and pool, and goes into the cache with put_in_cache().
+  //|  // placeholder: never splits (the whole block is handed out)
+  // === SOLUTION
   // A large remainder of 1 MiB or less is not split off: it could only serve a large request,
   // which it is too small for, so it would sit in the cache as dust.
   const std::size_t rest = block->size - size;
@@ -295,6 +351,7 @@ void CachingPool::Impl::split(Block* block, std::size_t size) {
   block->next = remainder;
   block->size = size;
   put_in_cache(remainder);
+  // <<< d08.3
 }
 
 void CachingPool::free(void* ptr) {
@@ -303,6 +360,14 @@ void CachingPool::free(void* ptr) {
 }
 
 void CachingPool::Impl::free(void* ptr) {
+  // >>> STARTER d08.3
+  //|  // TODO(d08.3): take the block back (lesson §3.3, §4). Find it in `allocated` (throw
+  //|  // std::invalid_argument when it is not there), erase it, update allocated_bytes and
+  //|  // allocated_blocks. With no stream_uses: cache(block). Otherwise record one event per
+  //|  // stream in stream_uses (backend.record_event), clear stream_uses, add the block to
+  //|  // `pending` and its size to pending_bytes (step 4).
+  //|  throw std::logic_error("TODO(d08.3): CachingPool::free is not written yet (lesson 8 §3.3)");
+  // === SOLUTION
   // A block another stream still uses waits for events recorded on those streams NOW: they
   // complete once everything queued on them so far (the work that reads this block) has run.
   const auto it = allocated.find(ptr);
@@ -322,9 +387,16 @@ void CachingPool::Impl::free(void* ptr) {
   block->stream_uses.clear();
   pending.push_back(block);
   stats.pending_bytes += block->size;
+  // <<< d08.3
 }
 
 void CachingPool::Impl::cache(Block* block) {
+  // >>> STARTER d08.3
+  //|  // TODO(d08.3): merge `block` (free, in no list) with the neighbours prev and next when they
+  //|  // are cached (Block::cached()): take each out of its list, add its size, unlink and delete
+  //|  // it. Then put_in_cache() what is left (lesson §3.3).
+  //|  put_in_cache(block);  // placeholder: caches the block without merging
+  // === SOLUTION
   // Without merging, a segment cut into pieces stays in pieces forever: a 1 MiB request would
   // never fit again in 1 MiB of freed 512-byte blocks.
   if (Block* prev = block->prev; prev != nullptr && prev->cached()) {
@@ -343,6 +415,7 @@ void CachingPool::Impl::cache(Block* block) {
     delete next;
   }
   put_in_cache(block);
+  // <<< d08.3
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,6 +426,13 @@ void CachingPool::record_stream(void* ptr, cudaStream_t stream) {
 }
 
 void CachingPool::Impl::record_stream(void* ptr, cudaStream_t stream) {
+  // >>> STARTER d08.4
+  //|  // TODO(d08.4): find the block in `allocated` (std::invalid_argument if it is not there) and
+  //|  // add `stream` to its stream_uses, unless it is the block's own stream or already listed
+  //|  // (lesson §4).
+  //|  throw std::logic_error(
+  //|      "TODO(d08.4): CachingPool::record_stream is not written yet (lesson 8 §4)");
+  // === SOLUTION
   // The block's own stream needs no event: whatever it queues after the free runs after the
   // work queued before it.
   const auto it = allocated.find(ptr);
@@ -363,9 +443,16 @@ void CachingPool::Impl::record_stream(void* ptr, cudaStream_t stream) {
   if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
       block->stream_uses.end())
     block->stream_uses.push_back(stream);
+  // <<< d08.4
 }
 
 void CachingPool::Impl::process_events() {
+  // >>> STARTER d08.4
+  //|  // TODO(d08.4): every pending block whose events have ALL completed
+  //|  // (backend.event_completed): release its events (backend.release_event), clear them,
+  //|  // subtract its size from pending_bytes and cache() it. The others stay pending (lesson §4.2).
+  //|  // placeholder: nothing pending is ever cached
+  // === SOLUTION
   // All events, not the first: the block is free only when every stream is done with it.
   std::vector<Block*> still_pending;
   for (Block* block : pending) {
@@ -382,6 +469,7 @@ void CachingPool::Impl::process_events() {
     cache(block);
   }
   pending.swap(still_pending);
+  // <<< d08.4
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -397,6 +485,12 @@ void CachingPool::reset_peak() {
 }
 
 PoolStats CachingPool::Impl::snapshot() {
+  // >>> STARTER d08.5
+  //|  // TODO(d08.5): process_events(), then a copy of `stats` with largest_cached_block (the
+  //|  // largest block in either free list) and fragmentation = 1 - largest / cached_bytes (0 when
+  //|  // nothing is cached) filled in (lesson §5.1).
+  //|  return stats;  // placeholder: no largest block, no fragmentation
+  // === SOLUTION
   // The counters are kept up to date on the way; the largest cached block is looked for
   // here, as only stats() needs it.
   process_events();
@@ -409,6 +503,7 @@ PoolStats CachingPool::Impl::snapshot() {
                                         : 1.0 - static_cast<double>(s.largest_cached_block) /
                                                     static_cast<double>(s.cached_bytes);
   return s;
+  // <<< d08.5
 }
 
 std::size_t CachingPool::empty_cache() {
@@ -418,6 +513,12 @@ std::size_t CachingPool::empty_cache() {
 }
 
 std::size_t CachingPool::Impl::release_cached_segments() {
+  // >>> STARTER d08.6
+  //|  // TODO(d08.6): every cached block with no neighbours (prev and next null) is a whole segment:
+  //|  // take it from the cache, backend.free() it, update reserved_bytes and segments, delete it.
+  //|  // Return the bytes released (lesson §5.2).
+  //|  return 0;  // placeholder: releases nothing
+  // === SOLUTION
   // Coalescing made this test cheap: a wholly free segment is one block with no neighbours.
   std::vector<Block*> whole;
   for (FreeList* list : {&small_free, &large_free})
@@ -433,8 +534,12 @@ std::size_t CachingPool::Impl::release_cached_segments() {
     delete block;
   }
   return released;
+  // <<< d08.6
 }
+// >>> STARTER
+// === SOLUTION
 
+// <<<
 // =============================================================================================
 // Part 2 — CUB's block primitives and a device-wide scan (lesson §10, §11).
 //
@@ -472,6 +577,13 @@ __device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* 
                                                             std::int64_t tile, int valid,
                                                             std::uint32_t (&items)[kScanItems],
                                                             ScanTileStorage& storage) {
+  // >>> STARTER d08.8
+  //|  // TODO(d08.8): load the tile with ScanLoad (all kScanTile elements, or only `valid` with 0
+  //|  // past them), convert to uint32, InclusiveSum with ScanBlockScan into items, return the
+  //|  // total; a __syncthreads() before reusing `storage` for the next primitive (lesson §10.2).
+  //|  for (auto& v : items) v = 0;  // placeholder: no scan yet
+  //|  return 0;
+  // === SOLUTION
   // BlockLoad reads the tile coalesced (striped) and transposes it through shared memory into
   // the blocked arrangement a scan needs; a partial tile reads only its `valid` elements.
   std::int32_t loaded[kScanItems];
@@ -488,11 +600,17 @@ __device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* 
   ScanBlockScan(storage.scan).InclusiveSum(items, items, total);
   __syncthreads();  // storage.scan -> whatever comes next
   return total;
+  // <<< d08.8
 }
 
 __device__ __forceinline__ void store_tile(std::int32_t* __restrict__ y, std::int64_t tile,
                                            int valid, const std::uint32_t (&items)[kScanItems],
                                            std::uint32_t add, ScanTileStorage& storage) {
+  // >>> STARTER d08.8
+  //|  // TODO(d08.8): items[j] + add as int32, stored with ScanStore (only `valid` elements in a
+  //|  // partial tile), then __syncthreads() (lesson §10.2).
+  //|  // placeholder: y is left untouched
+  // === SOLUTION
   std::int32_t out[kScanItems];
 #pragma unroll
   for (int j = 0; j < kScanItems; ++j) out[j] = static_cast<std::int32_t>(items[j] + add);
@@ -503,6 +621,7 @@ __device__ __forceinline__ void store_tile(std::int32_t* __restrict__ y, std::in
     ScanStore(storage.store).Store(tile_y, out, valid);
   }
   __syncthreads();  // storage.store -> whatever comes next
+  // <<< d08.8
 }
 
 // One block per tile: the tile's own scan and its total.
@@ -525,6 +644,11 @@ __global__ void __launch_bounds__(kScanThreads)
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_reduce_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ tile_sums,
                          std::int64_t n) {
+  // >>> STARTER d08.9
+  //|  // TODO(d08.9): tile_sums[tile] = the sum of the tile (lesson §11.2): ScanLoad, each thread's
+  //|  // sum, ScanBlockReduce::Sum (valid in thread 0).
+  //|  // placeholder: no totals
+  // === SOLUTION
   __shared__ ScanTileStorage storage;
   const std::int64_t tile = blockIdx.x;
   const int valid = tile_valid(tile, n);
@@ -540,6 +664,7 @@ __global__ void __launch_bounds__(kScanThreads)
   for (int j = 0; j < kScanItems; ++j) sum += static_cast<std::uint32_t>(loaded[j]);
   const std::uint32_t total = ScanBlockReduce(storage.reduce).Sum(sum);  // valid in thread 0
   if (threadIdx.x == 0) tile_sums[tile] = static_cast<std::int32_t>(total);
+  // <<< d08.9
 }
 
 // One block walks over the tile totals kScanTile at a time, carrying the sum so far:
@@ -547,6 +672,12 @@ __global__ void __launch_bounds__(kScanThreads)
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_spine_kernel(const std::int32_t* __restrict__ tile_sums,
                         std::int32_t* __restrict__ prefixes, std::int64_t tiles) {
+  // >>> STARTER d08.9
+  //|  // TODO(d08.9): prefixes[t] = tile_sums[0] + ... + tile_sums[t] (lesson §11.2), kScanTile
+  //|  // totals at a time with load_and_scan_tile and store_tile, carrying the sum of the chunks
+  //|  // before.
+  //|  // placeholder: no prefixes
+  // === SOLUTION
   __shared__ ScanTileStorage storage;
   std::uint32_t carry = 0;
   for (std::int64_t chunk = 0; chunk * kScanTile < tiles; ++chunk) {
@@ -556,11 +687,17 @@ __global__ void __launch_bounds__(kScanThreads)
     store_tile(prefixes, chunk, valid, items, carry, storage);
     carry += total;
   }
+  // <<< d08.9
 }
 
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_downsweep_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ y,
                             const std::int32_t* __restrict__ prefixes, std::int64_t n) {
+  // >>> STARTER d08.9
+  //|  // TODO(d08.9): scan the tile again and store it plus the total of the tiles before it,
+  //|  // prefixes[tile - 1] (0 for tile 0) (lesson §11.2).
+  //|  // placeholder: y is left untouched
+  // === SOLUTION
   __shared__ ScanTileStorage storage;
   const std::int64_t tile = blockIdx.x;
   const int valid = tile_valid(tile, n);
@@ -568,13 +705,14 @@ __global__ void __launch_bounds__(kScanThreads)
   load_and_scan_tile(x, tile, valid, items, storage);
   const std::uint32_t before = tile == 0 ? 0u : static_cast<std::uint32_t>(prefixes[tile - 1]);
   store_tile(y, tile, valid, items, before, storage);
+  // <<< d08.9
 }
 
 // ---------------------------------------------------------------------------------------------
 // Exercise 10 — one pass, decoupled look-back (lesson §11.3). Every tile publishes a 64-bit
 // status word: the flag in the high half (X: nothing yet, A: the tile's own total, P: the
 // inclusive prefix up to and including the tile), the value in the low half.
-constexpr std::uint32_t kFlagX = 0, kFlagA = 1, kFlagP = 2;
+[[maybe_unused]] constexpr std::uint32_t kFlagX = 0, kFlagA = 1, kFlagP = 2;
 
 __device__ __forceinline__ std::uint64_t pack_status(std::uint32_t flag, std::uint32_t value) {
   return static_cast<std::uint64_t>(flag) << 32 | value;
@@ -595,13 +733,25 @@ __device__ __forceinline__ std::uint32_t status_value(std::uint64_t s) {
 // hoisted out of the loop and spin forever on a stale register (lesson §11.4).
 __device__ __forceinline__ void publish(unsigned long long* status, std::int64_t tile,
                                         std::uint32_t flag, std::uint32_t value) {
+  // >>> STARTER d08.10
+  //|  // TODO(d08.10): one 64-bit atomic store of pack_status(flag, value) into status[tile], with
+  //|  // cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> (lesson §11.4).
+  //|  // placeholder: publishes nothing
+  // === SOLUTION
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> word(status[tile]);
   word.store(pack_status(flag, value), cuda::memory_order_relaxed);
+  // <<< d08.10
 }
 __device__ __forceinline__ std::uint64_t read_status(unsigned long long* status,
                                                      std::int64_t tile) {
+  // >>> STARTER d08.10
+  //|  // TODO(d08.10): one 64-bit atomic load of status[tile] (lesson §11.4). A plain load can be
+  //|  // hoisted out of the look-back's spin loop.
+  //|  return pack_status(kFlagP, 0);  // placeholder
+  // === SOLUTION
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> word(status[tile]);
   return word.load(cuda::memory_order_relaxed);
+  // <<< d08.10
 }
 
 // Warp 0 of tile `tile` (> 0) looks back 32 predecessors at a time: lane l waits until tile
@@ -609,6 +759,12 @@ __device__ __forceinline__ std::uint64_t read_status(unsigned long long* status,
 // to and including the first P it finds; with no P among them (all A), it adds all 32 and moves
 // 32 tiles further back. Tile 0 always publishes P, so the walk ends.
 __device__ std::uint32_t look_back(unsigned long long* status, std::int64_t tile) {
+  // >>> STARTER d08.10
+  //|  // TODO(d08.10): lane l waits (spins on read_status) until tile end - 1 - l has published A or
+  //|  // P, the warp finds the nearest P with __ballot_sync, adds the values of the tiles up to it
+  //|  // (__reduce_add_sync), or of all 32 and goes 32 tiles further back (lesson §11.3).
+  //|  return 0;  // placeholder: no prefix
+  // === SOLUTION
   const int lane = static_cast<int>(threadIdx.x) % course::kWarpSize;
   std::uint32_t prefix = 0;
   for (std::int64_t end = tile;; end -= course::kWarpSize) {
@@ -625,6 +781,7 @@ __device__ std::uint32_t look_back(unsigned long long* status, std::int64_t tile
     prefix += __reduce_add_sync(course::kFullMask, lane <= last ? status_value(s) : 0u);
     if (p_lanes != 0) return prefix;
   }
+  // <<< d08.10
 }
 
 // Tiles are numbered by an atomic ticket, not by blockIdx.x: the hardware may start block 9
@@ -635,6 +792,13 @@ __global__ void __launch_bounds__(kScanThreads)
                                      std::int32_t* __restrict__ y, std::int64_t n,
                                      unsigned long long* __restrict__ ticket,
                                      unsigned long long* __restrict__ status) {
+  // >>> STARTER d08.10
+  //|  // TODO(d08.10): the tile number from atomicAdd(ticket, 1) (by thread 0, shared through
+  //|  // shared memory), load_and_scan_tile, then warp 0: tile 0 publishes P (its total), any other
+  //|  // publishes A (its total), looks back for its prefix and publishes P (prefix + total); the
+  //|  // prefix goes to shared memory and every thread stores its items plus it (lesson §11.3).
+  //|  // placeholder: y is left untouched
+  // === SOLUTION
   __shared__ ScanTileStorage storage;
   __shared__ std::int64_t tile_shared;
   __shared__ std::uint32_t prefix_shared;
@@ -659,6 +823,7 @@ __global__ void __launch_bounds__(kScanThreads)
   }
   __syncthreads();
   store_tile(y, tile, valid, items, prefix_shared, storage);
+  // <<< d08.10
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -667,7 +832,7 @@ __global__ void __launch_bounds__(kScanThreads)
 // (min-p: one max; top-k and top-p: the pivot search), then two passes of the draw.
 constexpr int kSampleThreads = 512;
 constexpr int kSampleItems = 16;  // consecutive elements per thread per chunk of the draw
-constexpr int kSampleChunk = kSampleThreads * kSampleItems;
+[[maybe_unused]] constexpr int kSampleChunk = kSampleThreads * kSampleItems;
 constexpr int kRadixBits = 8;  // the pivot search decides 8 bits of the threshold per pass
 constexpr int kRadixBins = 1 << kRadixBits;
 static_assert(32 % kRadixBits == 0 && kRadixBins <= kSampleThreads,
@@ -709,12 +874,19 @@ struct SampleStorage {
 // Exercise 11 — min-p and the draw (lesson §13.1, §13.3).
 __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
                          SampleStorage& storage) {
+  // >>> STARTER d08.11
+  //|  // TODO(d08.11): the largest probability of the row: each thread's maximum over a strided
+  //|  // loop, SampleReduceFloat with MaxOp (valid in thread 0), broadcast through storage.value
+  //|  // (lesson §13.1).
+  //|  return 0.0f;  // placeholder
+  // === SOLUTION
   float m = 0.0f;
   for (std::int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) m = fmaxf(m, row[i]);
   m = SampleReduceFloat(storage.reduce_float).Reduce(m, MaxOp());  // in thread 0
   if (threadIdx.x == 0) storage.value = m;
   __syncthreads();
   return storage.value;
+  // <<< d08.11
 }
 
 // One pass over the row in chunks of kSampleChunk, thread t holding elements t * kSampleItems
@@ -725,6 +897,16 @@ __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
 __device__ float allowed_running_sum(const float* __restrict__ row, std::int64_t vocab,
                                      float threshold, float target, int* token,
                                      SampleStorage& storage) {
+  // >>> STARTER d08.11
+  //|  // TODO(d08.11): the running sum of the allowed probabilities (p >= threshold), in chunks of
+  //|  // kSampleChunk, thread t holding kSampleItems consecutive elements (lesson §13.3):
+  //|  // SampleScanFloat::ExclusiveSum of each thread's sum gives where its running sum starts.
+  //|  // With target < 0 return the total; otherwise set *token to the first index whose running
+  //|  // sum exceeds target (SampleReduceInt with MinOp over the threads' candidates), else to the
+  //|  // last allowed index with p > 0.
+  //|  *token = -1;  // placeholder: no token
+  //|  return 0.0f;
+  // === SOLUTION
   float carry = 0.0f;
   int last_nonzero = -1;
   for (std::int64_t base = 0; base < vocab; base += kSampleChunk) {
@@ -769,16 +951,23 @@ __device__ float allowed_running_sum(const float* __restrict__ row, std::int64_t
     *token = storage.token;
   }
   return carry;
+  // <<< d08.11
 }
 
 // The draw of lab.h: M, then the first token whose running sum exceeds u * M.
 __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, float threshold,
                           float u, SampleStorage& storage) {
+  // >>> STARTER d08.11
+  //|  // TODO(d08.11): M = allowed_running_sum(..., -1.0f, ...), then the token of
+  //|  // allowed_running_sum(..., __fmul_rn(u, M), ...) (lesson §13.3).
+  //|  return -1;  // placeholder: no token drawn
+  // === SOLUTION
   int token = -1;
   const float mass = allowed_running_sum(row, vocab, threshold, -1.0f, &token, storage);
   // INVARIANT: u <= 1 - 2^-23, so u * M < M: some running sum exceeds it (up to rounding).
   allowed_running_sum(row, vocab, threshold, __fmul_rn(u, mass), &token, storage);
   return token;
+  // <<< d08.11
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -791,6 +980,15 @@ __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, flo
 // Returns the threshold, or 0 (keep everything) when the whole row weighs less than `target`.
 __device__ float pivot_search(const float* __restrict__ row, std::int64_t vocab, bool by_mass,
                               unsigned long long target, SampleStorage& storage) {
+  // >>> STARTER d08.12
+  //|  // TODO(d08.12): the threshold 8 bits at a time from the top (lesson §13.2): per pass, a
+  //|  // shared histogram (bin_lo / bin_hi, 32-bit atomics with the carry) of the next 8 bits of
+  //|  // the elements that share the bits decided so far, weighted by 1 or by p * kMassScale; an
+  //|  // inclusive scan of the bins from the largest down (thread j holds bin 255 - j); the bin
+  //|  // where the weight reaches target extends the prefix, target -= the weight above it.
+  //|  // Return 0 when the whole row weighs less than target.
+  //|  return 0.0f;  // placeholder: keeps every token
+  // === SOLUTION
   std::uint32_t prefix = 0, mask = 0;
   for (int shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
     if (threadIdx.x < kRadixBins) storage.bin_lo[threadIdx.x] = storage.bin_hi[threadIdx.x] = 0;
@@ -831,6 +1029,7 @@ __device__ float pivot_search(const float* __restrict__ row, std::int64_t vocab,
     __syncthreads();  // everyone has read storage before the next pass resets it
   }
   return __uint_as_float(prefix);
+  // <<< d08.12
 }
 
 // One block per row: the threshold of the filter, then the draw.

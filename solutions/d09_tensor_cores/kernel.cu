@@ -1,5 +1,11 @@
+// >>> STARTER
+//|// Day 9 — your kernels. Read lessons/d09_tensor_cores.md first; README.md in this folder lists
+//|// the exercises. Replace each TODO block; keep the names, the template parameters and the
+//|// launchers (the tests call them through lab.h). Check with:  course check d09
+// === SOLUTION
 // Day 9 — reference solution: Tensor Cores through WMMA, mma.sync with its fragment layouts,
 // ldmatrix, swizzled shared memory, a small GEMM from mma.sync tiles, and one Hopper wgmma tile.
+// <<<
 #include <cuda_runtime.h>
 #include <mma.h>
 
@@ -45,6 +51,15 @@ template <class T>
 __global__ void __launch_bounds__(kWmmaThreads)
     wmma_gemm_kernel(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C,
                      std::int64_t M, std::int64_t N, std::int64_t K) {
+  // >>> STARTER d09.1
+  //|  // TODO(d09.1) (lesson §3): tile = blockIdx.x * kWmmaWarps + warp (64-bit); return if tile >=
+  //|  // (M / 16) * (N / 16) (the whole warp leaves: the _sync calls need all 32 lanes). m0, n0 = the
+  //|  // tile's corner. nvcuda::wmma fragments: matrix_a <16, 16, 16, T, row_major>, matrix_b <...,
+  //|  // col_major> (B is [N, K]: column-major K x N with leading dimension K), accumulator float;
+  //|  // fill_fragment(acc, 0); for k in steps of 16: load_matrix_sync(a, A + m0 * K + k, K),
+  //|  // load_matrix_sync(b, B + n0 * K + k, K), mma_sync(acc, a, b, acc); then
+  //|  // store_matrix_sync(C + m0 * N + n0, acc, N, mem_row_major).
+  // === SOLUTION
   namespace wmma = nvcuda::wmma;
   const std::int64_t tile =
       static_cast<std::int64_t>(blockIdx.x) * kWmmaWarps + threadIdx.x / kWarpSize;
@@ -62,6 +77,7 @@ __global__ void __launch_bounds__(kWmmaThreads)
     wmma::mma_sync(acc, a, b, acc);
   }
   wmma::store_matrix_sync(C + m0 * N + n0, acc, static_cast<unsigned>(N), wmma::mem_row_major);
+  // <<< d09.1
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -70,22 +86,41 @@ __global__ void __launch_bounds__(kWmmaThreads)
 // or which column of B) and its thread in the group is lane % 4 (which pair of columns, or of
 // rows of B). Elements come in pairs: elements 2j and 2j + 1 share register j.
 __host__ __device__ inline FragCoord a_fragment(int lane, int element) {
+  // >>> STARTER d09.2
+  //|  // TODO(d09.2) (lesson §4.2): group = lane / 4, thread = lane % 4. Elements a0 a1 (register 0)
+  //|  // are row group, columns 2 thread and 2 thread + 1; a2 a3: 8 rows further down; a4 a5: 8
+  //|  // columns further right; a6 a7: both. Return {row, col}.
+  //|  return {-1, -1};
+  // === SOLUTION
   const int group = lane / 4, thread = lane % 4;
   // a0 a1: row g, a2 a3: row g + 8, a4 a5: row g, a6 a7: row g + 8; the second four are 8
   // columns (k) further on.
   return {group + 8 * ((element / 2) % 2), 2 * thread + element % 2 + 8 * (element / 4)};
+  // <<< d09.2
 }
 
 __host__ __device__ inline FragCoord b_fragment(int lane, int element) {
+  // >>> STARTER d09.2
+  //|  // TODO(d09.2) (lesson §4.2): B is 16 (k) x 8 (n). b0 b1: rows 2 thread and 2 thread + 1,
+  //|  // column group; b2 b3: 8 rows further down. Return {row (k), col (n)}.
+  //|  return {-1, -1};
+  // === SOLUTION
   const int group = lane / 4, thread = lane % 4;
   // b0 b1: rows (k) 2t, 2t + 1; b2 b3: 8 rows further on; always column (n) g.
   return {2 * thread + element % 2 + 8 * (element / 2), group};
+  // <<< d09.2
 }
 
 __host__ __device__ inline FragCoord c_fragment(int lane, int element) {
+  // >>> STARTER d09.2
+  //|  // TODO(d09.2) (lesson §4.2): C is 16 x 8 float32. c0 c1: row group, columns 2 thread and
+  //|  // 2 thread + 1; c2 c3: 8 rows further down. Return {row, col}.
+  //|  return {-1, -1};
+  // === SOLUTION
   const int group = lane / 4, thread = lane % 4;
   // c0 c1: row g, columns 2t, 2t + 1; c2 c3: row g + 8.
   return {group + 8 * (element / 2), 2 * thread + element % 2};
+  // <<< d09.2
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,6 +130,12 @@ __host__ __device__ inline FragCoord c_fragment(int lane, int element) {
 template <class T>
 __device__ __forceinline__ void mma_16x8x16(float (&d)[4], const std::uint32_t (&a)[4],
                                             const std::uint32_t (&b)[2]) {
+  // >>> STARTER d09.3a
+  //|  // TODO(d09.3a) (lesson §4.3): one asm volatile per type (if constexpr on T):
+  //|  // "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7},
+  //|  // {%8, %9}, {%0, %1, %2, %3};" (f16.f16 for half), d[0..3] as "+f" (read and written: D = C),
+  //|  // a[0..3] and b[0..1] as "r".
+  // === SOLUTION
   if constexpr (std::is_same_v<T, bfloat16>) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7},"
@@ -109,6 +150,7 @@ __device__ __forceinline__ void mma_16x8x16(float (&d)[4], const std::uint32_t (
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+  // <<< d09.3a
 }
 
 // One warp: every lane gathers its fragments from global memory with the maps of Exercise 2
@@ -117,6 +159,12 @@ __device__ __forceinline__ void mma_16x8x16(float (&d)[4], const std::uint32_t (
 template <class T>
 __global__ void __launch_bounds__(kWarpSize)
     mma_16x8x16_kernel(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C) {
+  // >>> STARTER d09.3b
+  //|  // TODO(d09.3b) (lesson §4.3): lane = threadIdx.x. Register r of A packs elements 2r and
+  //|  // 2r + 1: pack2(A at a_fragment(lane, 2r), A at a_fragment(lane, 2r + 1)) with A[row * 16 +
+  //|  // col]; B's registers likewise from b_fragment, reading B(k, n) at B[n * 16 + k]. float d[4] =
+  //|  // {}; mma_16x8x16<T>(d, a, b); store d[e] to C[row * 8 + col] at c_fragment(lane, e).
+  // === SOLUTION
   const int lane = static_cast<int>(threadIdx.x);
   std::uint32_t a[4], b[2];
 #pragma unroll
@@ -136,6 +184,7 @@ __global__ void __launch_bounds__(kWarpSize)
     const FragCoord c = c_fragment(lane, e);
     C[c.row * kMmaN + c.col] = d[e];
   }
+  // <<< d09.3b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -148,6 +197,13 @@ __global__ void __launch_bounds__(kWarpSize)
 template <int kCount, bool kTrans>
 __device__ __forceinline__ void ldmatrix(std::uint32_t (&r)[kCount], const void* row_address) {
   static_assert(kCount == 1 || kCount == 2 || kCount == 4, "ldmatrix loads 1, 2 or 4 matrices");
+  // >>> STARTER d09.4a
+  //|  // TODO(d09.4a) (lesson §5): address = smem_address(row_address); one asm volatile per case
+  //|  // (if constexpr on kCount and kTrans): "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];"
+  //|  // with r[0] as "=r" and the address as "r"; .x2 with {%0, %1}, .x4 with {%0, %1, %2, %3};
+  //|  // ".trans" goes after the .xN: "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16". A "memory"
+  //|  // clobber: the asm reads shared memory the compiler does not see.
+  // === SOLUTION
   const std::uint32_t address = smem_address(row_address);
   if constexpr (kCount == 1 && !kTrans) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
@@ -180,10 +236,11 @@ __device__ __forceinline__ void ldmatrix(std::uint32_t (&r)[kCount], const void*
                  : "r"(address)
                  : "memory");
   }
+  // <<< d09.4a
 }
 
-constexpr int kMatrixElems = 64;  // one 8x8 matrix of 16-bit values
-constexpr int kMatrixRow = 8;     // elements in one of its rows: 16 bytes
+constexpr int kMatrixElems = 64;                // one 8x8 matrix of 16-bit values
+[[maybe_unused]] constexpr int kMatrixRow = 8;  // elements in one of its rows: 16 bytes
 
 template <int kCount, bool kTrans>
 __global__ void __launch_bounds__(kWarpSize)
@@ -193,6 +250,12 @@ __global__ void __launch_bounds__(kWarpSize)
   for (int i = lane; i < kCount * kMatrixElems; i += kWarpSize) tile[i] = src[i];
   __syncwarp();  // the warp's stores are visible to the whole warp's ldmatrix
 
+  // >>> STARTER d09.4b
+  //|  // TODO(d09.4b) (lesson §5): lane l gives the address of row l % 8 of matrix (l / 8) % kCount
+  //|  // (lanes past 8 * kCount are ignored by ldmatrix but must still point inside the tile):
+  //|  // &tile[matrix * kMatrixElems + row * kMatrixRow]. std::uint32_t r[kCount];
+  //|  // ldmatrix<kCount, kTrans>(r, that address); out[lane * kCount + j] = r[j].
+  // === SOLUTION
   // Lane l gives the address of row l % 8 of matrix l / 8. Lanes past 8 * kCount are not read
   // by the instruction; they point at a row of a matrix that exists all the same.
   const int matrix = (lane / kMatrixRow) % kCount, row = lane % kMatrixRow;
@@ -200,6 +263,7 @@ __global__ void __launch_bounds__(kWarpSize)
   ldmatrix<kCount, kTrans>(r, &tile[matrix * kMatrixElems + row * kMatrixRow]);
 #pragma unroll
   for (int j = 0; j < kCount; ++j) out[lane * kCount + j] = r[j];
+  // <<< d09.4b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,9 +276,16 @@ __global__ void __launch_bounds__(kWarpSize)
 // different chunk bits. A row of 128 bytes is one line (swizzle with row % 8); two rows of 64
 // bytes share one line, so the line number row / 2 (mod 4) is XORed into the 2 chunk bits.
 __host__ __device__ inline int chunk_xor(int row, int chunk, int row_bytes) {
+  // >>> STARTER d09.5a
+  //|  // TODO(d09.5a) (lesson §6.2): chunks = row_bytes / 16 per row; rows_per_line = 128 /
+  //|  // row_bytes rows share one 128-byte line of banks; return chunk XOR ((row / rows_per_line) %
+  //|  // chunks).
+  //|  return -1;
+  // === SOLUTION
   const int chunks = row_bytes / 16;          // 16-byte chunks per row: 4 or 8
   const int rows_per_line = 128 / row_bytes;  // rows that share one 128-byte line of banks
   return chunk ^ ((row / rows_per_line) % chunks);
+  // <<< d09.5a
 }
 
 // One warp: the [16, kRowBytes / 2] tile in 16-byte chunks (lane i: chunks i, i + 32, ...) to
@@ -224,6 +295,14 @@ template <int kRowBytes>
 __global__ void __launch_bounds__(kWarpSize)
     ldmatrix_swizzled_tile_kernel(const std::uint16_t* __restrict__ src,
                                   std::uint32_t* __restrict__ out) {
+  // >>> STARTER d09.5b
+  //|  // TODO(d09.5b) (lesson §6.3): kRows = 16, kChunks = kRowBytes / 16, kCols = kRowBytes / 2;
+  //|  // __shared__ alignas(128) std::uint16_t tile[kRows * kCols]. Store: lane i takes chunks i,
+  //|  // i + 32, ... (row = i / kChunks, chunk = i % kChunks): a Vec<std::uint16_t, 8> from src + row *
+  //|  // kCols + 8 chunk to tile + row * kCols + 8 chunk_xor(row, chunk, kRowBytes). __syncwarp().
+  //|  // For each 16x16 block b: lane l reads row l % 16 at logical chunk 2 b + l / 16 (swizzled the
+  //|  // same way) with ldmatrix<4, false>, and writes register j to out[(32 b + lane) * 4 + j].
+  // === SOLUTION
   constexpr int kRows = 16, kChunks = kRowBytes / 16, kCols = kRowBytes / 2;
   using Chunk = Vec<std::uint16_t, 8>;
   __shared__ alignas(128) std::uint16_t tile[kRows * kCols];  // (row, swizzled chunk, element)
@@ -243,6 +322,7 @@ __global__ void __launch_bounds__(kWarpSize)
 #pragma unroll
     for (int j = 0; j < 4; ++j) out[(kWarpSize * block + lane) * 4 + j] = r[j];
   }
+  // <<< d09.5b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,10 +335,10 @@ __global__ void __launch_bounds__(kWarpSize)
 constexpr int kGemmThreads = 128;
 constexpr int kBlockM = 64, kBlockN = 64, kBlockK = 64;
 constexpr int kWarpM = 32, kWarpN = 32;
-constexpr int kWarpTilesM = kWarpM / kMmaM;      // mma tiles: 2 down
-constexpr int kWarpTilesN = kWarpN / kMmaN;      // and 4 across
-constexpr int kTileRowBytes = kBlockK * 2;       // 128: one bank line
-constexpr int kTileChunks = kTileRowBytes / 16;  // 8
+[[maybe_unused]] constexpr int kWarpTilesM = kWarpM / kMmaM;      // mma tiles: 2 down
+constexpr int kWarpTilesN = kWarpN / kMmaN;                       // and 4 across
+constexpr int kTileRowBytes = kBlockK * 2;                        // 128: one bank line
+[[maybe_unused]] constexpr int kTileChunks = kTileRowBytes / 16;  // 8
 static_assert((kBlockM / kWarpM) * (kBlockN / kWarpN) * kWarpSize == kGemmThreads,
               "one warp per warp tile");
 static_assert(kWarpTilesN % 2 == 0, "B fragments come two n8 tiles per ldmatrix.x4");
@@ -272,6 +352,13 @@ template <int kRows>
 __device__ void load_tile_swizzled(bfloat16* tile, const bfloat16* __restrict__ src,
                                    std::int64_t rows_total, std::int64_t K, std::int64_t row0,
                                    std::int64_t k0, bool vectorized) {
+  // >>> STARTER d09.6a
+  //|  // TODO(d09.6a) (lesson §7.2): i = threadIdx.x, i + kGemmThreads, ... below kRows *
+  //|  // kTileChunks: row = i / kTileChunks, chunk = i % kTileChunks; r = row0 + row, k = k0 + 8 chunk
+  //|  // (64-bit). A BChunk v: if vectorized and r < rows_total and k < K, v.load(src + r * K + k);
+  //|  // else element by element, zero where r >= rows_total or k + e >= K. Then v.store(tile + row *
+  //|  // kBlockK + chunk_xor(row, chunk, kTileRowBytes) * 8).
+  // === SOLUTION
   for (int i = static_cast<int>(threadIdx.x); i < kRows * kTileChunks; i += kGemmThreads) {
     const int row = i / kTileChunks, chunk = i % kTileChunks;
     const std::int64_t r = row0 + row, k = k0 + chunk * 8;
@@ -285,12 +372,24 @@ __device__ void load_tile_swizzled(bfloat16* tile, const bfloat16* __restrict__ 
     }
     v.store(tile + row * kBlockK + chunk_xor(row, chunk, kTileRowBytes) * 8);
   }
+  // <<< d09.6a
 }
 
 __global__ void __launch_bounds__(kGemmThreads)
     gemm_mma_kernel(const bfloat16* __restrict__ A, const bfloat16* __restrict__ B,
                     float* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K,
                     bool vectorized) {
+  // >>> STARTER d09.6b
+  //|  // TODO(d09.6b) (lesson §7.3): __shared__ alignas(128) a_tile[kBlockM * kBlockK], b_tile[kBlockN
+  //|  // * kBlockK]; warp = threadIdx.x / 32, lane; the warp tile's corner (warp_m, warp_n) = (32 (warp
+  //|  // / 2), 32 (warp % 2)); m0 = 64 blockIdx.y, n0 = 64 blockIdx.x; float acc[2][4][4] = {}.
+  //|  // For k0 = 0, 64, ... < K: load both tiles (load_tile_swizzled), __syncthreads(); for kk = 0,
+  //|  // 16, 32, 48: A fragments a[mi] by ldmatrix<4, false> at row warp_m + 16 mi + lane % 16, chunk
+  //|  // kk / 8 + lane / 16; B fragments two n8 tiles at a time: row warp_n + 16 nj + 8 (lane / 16) +
+  //|  // lane % 8, chunk kk / 8 + (lane / 8) % 2, registers 0, 1 -> b[2 nj], 2, 3 -> b[2 nj + 1]
+  //|  // (every address through chunk_xor); mma_16x8x16<bfloat16>(acc[mi][ni], a[mi], b[ni]);
+  //|  // __syncthreads(). Finally store acc[mi][ni][e] at c_fragment(lane, e), rows < M, cols < N.
+  // === SOLUTION
   __shared__ alignas(128) bfloat16 a_tile[kBlockM * kBlockK];  // (m, swizzled k chunk, element)
   __shared__ alignas(128) bfloat16 b_tile[kBlockN * kBlockK];  // (n, swizzled k chunk, element)
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -351,6 +450,7 @@ __global__ void __launch_bounds__(kGemmThreads)
         const std::int64_t col = n0 + warp_n + ni * kMmaN + c.col;
         if (row < M && col < N) C[row * N + col] = acc[mi][ni][e];
       }
+  // <<< d09.6b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,8 +460,14 @@ __global__ void __launch_bounds__(kGemmThreads)
 // next core matrix along K), the 8-row groups K * 16 bytes apart (SBO: the next along M or N).
 // A k16 step is two core matrices along K: its descriptors start 256 bytes further on.
 __host__ __device__ inline std::int64_t core_matrix_offset(int row, int k, int K) {
+  // >>> STARTER d09.7a
+  //|  // TODO(d09.7a) (lesson §8.2): core matrix (row / 8, k / 8), the K / 8 core matrices of an
+  //|  // 8-row group one after the other, 128 bytes each; inside: (row % 8) * 16 + (k % 8) * 2.
+  //|  return -1;
+  // === SOLUTION
   return static_cast<std::int64_t>(row / 8) * (K / 8) * 128 + (k / 8) * 128 + (row % 8) * 16 +
          (k % 8) * 2;
+  // <<< d09.7a
 }
 [[maybe_unused]] constexpr std::uint32_t kCoreMatrixBytes = 128;  // used on sm_90a only
 
@@ -373,11 +479,18 @@ __host__ __device__ inline std::uint64_t matrix_descriptor(std::uint32_t address
                                                            std::uint32_t leading_byte_offset,
                                                            std::uint32_t stride_byte_offset,
                                                            int swizzle_mode) {
+  // >>> STARTER d09.7a
+  //|  // TODO(d09.7a) (lesson §8.3): (address >> 4) in bits 0-13, (leading_byte_offset >> 4) in
+  //|  // 16-29, (stride_byte_offset >> 4) in 32-45, swizzle_mode in 62-63; each field masked to its
+  //|  // width (14 bits: 0x3fff), in 64-bit arithmetic.
+  //|  return 0;
+  // === SOLUTION
   constexpr std::uint64_t kField14 = 0x3fff;
   return ((static_cast<std::uint64_t>(address) >> 4) & kField14) |
          (((static_cast<std::uint64_t>(leading_byte_offset) >> 4) & kField14) << 16) |
          (((static_cast<std::uint64_t>(stride_byte_offset) >> 4) & kField14) << 32) |
          ((static_cast<std::uint64_t>(swizzle_mode) & 0x3) << 62);
+  // <<< d09.7a
 }
 
 constexpr int kWarpgroupThreads = 128;
@@ -390,6 +503,12 @@ constexpr int kWgmmaN = 64;  // one wgmma instruction's N: a tile of N = 128 is 
 // negation), transpose 0 for both (K-major).
 __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[kWgmmaRegs], std::uint64_t desc_a,
                                                 std::uint64_t desc_b, int scale_d) {
+  // >>> STARTER d09.7b
+  //|  // TODO(d09.7b) (lesson §8.4): asm volatile: "{ .reg .pred p; setp.ne.b32 p, %34, 0;
+  //|  // wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, ..., %31}, %32, %33, p, 1, 1, 0,
+  //|  // 0; }" with d[0..31] as "+f", desc_a and desc_b as "l", scale_d as "r", and a "memory"
+  //|  // clobber.
+  // === SOLUTION
   asm volatile(
       "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
       " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
@@ -402,6 +521,7 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[kWgmmaRegs], std::uin
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d)
       : "memory");
+  // <<< d09.7b
 }
 // The accumulators belong to the asynchronous wgmma from wgmma.fence until wait_group returns:
 // this empty asm, which "modifies" each of them, keeps the compiler from moving an ordinary
@@ -422,6 +542,18 @@ __global__ void __launch_bounds__(kWarpgroupThreads)
     wgmma_64xn_kernel(const bfloat16* __restrict__ A, const bfloat16* __restrict__ B,
                       float* __restrict__ C, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // >>> STARTER d09.7b
+  //|  // TODO(d09.7b) (lesson §8.4): dynamic shared memory: A's [64, K] then B's [kN, K], both laid
+  //|  // out by core_matrix_offset. Copy them in 16-byte chunks (one core-matrix row each: row =
+  //|  // j / (K / 8), k = 8 (j % (K / 8))); then asm "fence.proxy.async.shared::cta;" (the async proxy
+  //|  // must see the stores) and __syncthreads(). float d[kN / 64][kWgmmaRegs] = 0 then
+  //|  // fence_registers(d[h]); "wgmma.fence.sync.aligned;"; for each k16 step ks: desc_a =
+  //|  // matrix_descriptor(smem_address(A's tile) + 256 ks, LBO = kCoreMatrixBytes, SBO = 16 K, swizzle
+  //|  // 0); for each 64-column half h, desc_b likewise from B's tile + h * 8 * SBO;
+  //|  // wgmma_m64n64k16(d[h], desc_a, desc_b, ks > 0). Then "wgmma.commit_group.sync.aligned;",
+  //|  // "wgmma.wait_group.sync.aligned 0;", fence_registers(d[h]), and store: warp w, lane, register i
+  //|  // of half h is C[16 w + row][64 h + 8 (i / 4) + col] with (row, col) = c_fragment(lane, i % 4).
+  // === SOLUTION
   constexpr int kHalves = kN / kWgmmaN;  // wgmma instructions per k16 step
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* a_smem = smem;                                   // [64, K] core matrices
@@ -473,6 +605,7 @@ __global__ void __launch_bounds__(kWarpgroupThreads)
       const FragCoord c = c_fragment(lane, i % 4);  // within the 16x8 block i / 4
       C[(16 * warp + c.row) * kN + h * kWgmmaN + 8 * (i / 4) + c.col] = d[h][i];
     }
+    // <<< d09.7b
 #else
   // NOTE: never runs: the launcher refuses every GPU but compute capability 9.0 (wgmma exists on
   // sm_90a only). The trap makes it loud if it ever did, and lets the SASS check tell this

@@ -1,5 +1,12 @@
+// >>> STARTER
+//|// Day 10 — your kernels. Read lessons/d10_gemm.md first; README.md in this folder lists the
+//|// steps. Replace each TODO block; keep the names, the template parameters and the launchers (the
+//|// tests and the benchmark call them through lab.h). Check with:  course check d10
+//|// The steps, each building on the one before:
+// === SOLUTION
 // Day 10 — reference solution: GEMM from one thread per element to Hopper's TMA + wgmma with a
 // warp-specialised pipeline, and FP8. One file, eight numbered steps (the lesson's table):
+// <<<
 //   1 naive            one thread per C element, operands straight from global memory
 //   2 smem             32 x 32 tiles of A and B in shared memory: each value read K/32 times less
 //   3 register_tile    128 x 128 block tile, each thread an 8 x 8 block of C in registers
@@ -45,12 +52,18 @@ constexpr int kNaiveX = 32, kNaiveY = 8;
 __global__ void __launch_bounds__(kNaiveX* kNaiveY)
     gemm_1_naive_kernel(const float* __restrict__ A, const float* __restrict__ B,
                         float* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K) {
+  // >>> STARTER d10.1
+  //|  // TODO(d10.1) (lesson §2): n = blockIdx.x * kNaiveX + threadIdx.x and m = blockIdx.y * kNaiveY
+  //|  // + threadIdx.y (64-bit); return if m >= M or n >= N; acc = sum over k of A[m * K + k] *
+  //|  // B[k * N + n] in float32; C[m * N + n] = acc.
+  // === SOLUTION
   const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * kNaiveX + threadIdx.x;
   const std::int64_t m = static_cast<std::int64_t>(blockIdx.y) * kNaiveY + threadIdx.y;
   if (m >= M || n >= N) return;
   float acc = 0.0f;
   for (std::int64_t k = 0; k < K; ++k) acc += A[m * K + k] * B[k * N + n];
   C[m * N + n] = acc;
+  // <<< d10.1
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -64,6 +77,12 @@ constexpr int kTile = 32;
 __global__ void __launch_bounds__(kTile* kTile)
     gemm_2_smem_kernel(const float* __restrict__ A, const float* __restrict__ B,
                        float* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K) {
+  // >>> STARTER d10.2
+  //|  // TODO(d10.2) (lesson §3): two __shared__ float tiles [kTile][kTile] (A as (m, k), B as
+  //|  // (k, n)). For each K-tile k0: thread (tx, ty) loads A[m, k0 + tx] and B[k0 + ty, n] (0 outside
+  //|  // the matrices), __syncthreads(), adds the kTile products of its row and column, and
+  //|  // __syncthreads() again before the tiles are overwritten. Store C[m, n] if in bounds.
+  // === SOLUTION
   __shared__ float a_tile[kTile][kTile];  // (m, k)
   __shared__ float b_tile[kTile][kTile];  // (k, n)
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -79,6 +98,7 @@ __global__ void __launch_bounds__(kTile* kTile)
     __syncthreads();  // the tiles are overwritten next
   }
   if (m < M && n < N) C[m * N + n] = acc;
+  // <<< d10.2
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,6 +115,14 @@ __global__ void __launch_bounds__(kRtThreads)
     gemm_3_register_tile_kernel(const float* __restrict__ A, const float* __restrict__ B,
                                 float* __restrict__ C, std::int64_t M, std::int64_t N,
                                 std::int64_t K) {
+  // >>> STARTER d10.3
+  //|  // TODO(d10.3) (lesson §4): tiles a_tile[kRtBM][kRtBK], b_tile[kRtBK][kRtBN] in shared memory;
+  //|  // thread tid = (ty, tx) of 16 x 16 owns C rows ty * kRtTM .. + 7 and columns tx * kRtTN .. + 7
+  //|  // of the block's 128 x 128 tile (acc[kRtTM][kRtTN] in registers). Per K-tile of kRtBK: every
+  //|  // thread loads kRtBM * kRtBK / kRtThreads elements of each tile (consecutive threads along the
+  //|  // contiguous dimension, 0 outside), barrier; for each k, 8 values of A and 8 of B into
+  //|  // registers, 64 FMAs; barrier. Finally store the 8 x 8 block with bounds checks.
+  // === SOLUTION
   __shared__ float a_tile[kRtBM][kRtBK];  // (m, k)
   __shared__ float b_tile[kRtBK][kRtBN];  // (k, n)
   const int tid = threadIdx.x;
@@ -141,6 +169,7 @@ __global__ void __launch_bounds__(kRtThreads)
       if (m < M && n < N) C[m * N + n] = acc[i][j];
     }
   }
+  // <<< d10.3
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,6 +186,13 @@ __global__ void __launch_bounds__(kVecThreads)
     gemm_4_vectorized_kernel(const float* __restrict__ A, const float* __restrict__ B,
                              float* __restrict__ C, std::int64_t M, std::int64_t N,
                              std::int64_t K) {
+  // >>> STARTER d10.4
+  //|  // TODO(d10.4) (lesson §5): step 3 with Float4 (course::Vec<float, 4>) loads: one float4 of A
+  //|  // (row tid / 2, columns (tid % 2) * 4 ..) and one of B (row tid / 32, columns (tid % 32) * 4 ..)
+  //|  // per thread per K-tile (K % 4 == 0 and N % 4 == 0: each float4 is all in or all out). Store A
+  //|  // TRANSPOSED, a_tile[kVecBK][kVecBM] as (k, m), so that a thread's 8 values of A for one k are
+  //|  // contiguous: read them and the 8 of B with two Float4 shared loads each. Store C by float4.
+  // === SOLUTION
   __shared__ __align__(16) float a_tile[kVecBK][kVecBM];  // (k, m): A transposed
   __shared__ __align__(16) float b_tile[kVecBK][kVecBN];  // (k, n)
   const int tid = threadIdx.x;
@@ -203,6 +239,7 @@ __global__ void __launch_bounds__(kVecThreads)
       }
     }
   }
+  // <<< d10.4
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -229,8 +266,8 @@ constexpr int kWtWarpsN = kWtBN / kWtWN;                      // 2
 constexpr int kWtThreads = (kWtBM / kWtWM) * kWtWarpsN * 32;  // 256
 constexpr int kWtAStride = kWtBM + 4;  // a row of the transposed A tile, padded by 16 bytes
 // float4s of A and of B per thread per K-tile: 2 and 1
-constexpr int kWtALoads = kWtBM * kWtBK / 4 / kWtThreads;
-constexpr int kWtBLoads = kWtBK * kWtBN / 4 / kWtThreads;
+[[maybe_unused]] constexpr int kWtALoads = kWtBM * kWtBK / 4 / kWtThreads;
+[[maybe_unused]] constexpr int kWtBLoads = kWtBK * kWtBN / 4 / kWtThreads;
 static_assert(kWtLanesM * kWtTM == kWtWM, "the lanes cover the warp tile's rows");
 static_assert(kWtBM * kWtBK % (4 * kWtThreads) == 0 && kWtBK * kWtBN % (4 * kWtThreads) == 0,
               "every thread loads whole float4s of both tiles");
@@ -239,6 +276,16 @@ static_assert(kWtAStride % 4 == 0, "the A tile's rows stay 16-byte aligned for f
 __global__ void __launch_bounds__(kWtThreads, 1)
     gemm_5_warp_tile_kernel(const float* __restrict__ A, const float* __restrict__ B,
                             float* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K) {
+  // >>> STARTER d10.5
+  //|  // TODO(d10.5) (lesson §6): a_tile[2][kWtBK][kWtAStride] (A transposed, rows padded) and
+  //|  // b_tile[2][kWtBK][kWtBN]. Warp w: warp_m = w / kWtWarpsN, warp_n = w % kWtWarpsN owns the
+  //|  // 64 x 64 block at (warp_m * kWtWM, warp_n * kWtWN); lane l: lane_m = l / kWtLanesN,
+  //|  // lane_n = l % kWtLanesN owns rows lane_m * kWtTM .. + 7 and, in each of the kWtSubN sub-tiles
+  //|  // of width kWtSubWidth, columns lane_n * kWtTN .. + 3 (8 x 16 accumulators). Double buffering:
+  //|  // load K-tile 0, store it, barrier; each iteration loads tile t + 1 into registers (kWtALoads +
+  //|  // kWtBLoads float4s), computes tile t from buffer t % 2, stores the registers into the other
+  //|  // buffer, barrier. Store C by float4.
+  // === SOLUTION
   __shared__ __align__(16) float a_tile[2][kWtBK][kWtAStride];  // (buffer, k, m): A transposed
   __shared__ __align__(16) float b_tile[2][kWtBK][kWtBN];       // (buffer, k, n)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -336,6 +383,7 @@ __global__ void __launch_bounds__(kWtThreads, 1)
       }
     }
   }
+  // <<< d10.5
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -344,6 +392,13 @@ __global__ void __launch_bounds__(kWtThreads, 1)
 // and a few columns of B, which stay in the L2, instead of sweeping all of B for every row.
 __host__ __device__ inline TileCoord grouped_tile_of(std::int64_t block, std::int64_t tiles_m,
                                                      std::int64_t tiles_n, int group) {
+  // >>> STARTER d10.6b
+  //|  // TODO(d10.6b) (lesson §7.6): per_group = group * tiles_n blocks cover `group` tile rows;
+  //|  // first_m = block / per_group * group; rows = min(group, tiles_m - first_m) (the last group
+  //|  // may be short); in_group = block % per_group; m = first_m + in_group % rows,
+  //|  // n = in_group / rows.
+  //|  return TileCoord{};
+  // === SOLUTION
   const std::int64_t per_group = static_cast<std::int64_t>(group) * tiles_n;
   const std::int64_t first_m = block / per_group * group;
   const std::int64_t rows = tiles_m - first_m < group ? tiles_m - first_m : group;  // last group
@@ -352,6 +407,7 @@ __host__ __device__ inline TileCoord grouped_tile_of(std::int64_t block, std::in
   tile.m = first_m + in_group % rows;
   tile.n = in_group / rows;
   return tile;
+  // <<< d10.6b
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,7 +417,13 @@ __host__ __device__ inline TileCoord grouped_tile_of(std::int64_t block, std::in
 // there). XOR-ing the chunk index with bits of the row sends the eight to eight different
 // 16-byte bank groups, and within a row it only permutes the chunks.
 __host__ __device__ constexpr int swizzle_chunk(int row, int chunk, int row_chunks) {
+  // >>> STARTER d10.6a
+  //|  // TODO(d10.6a) (lesson §7.3): rows of 8 or more chunks: chunk ^ (row & 7); rows of 4 chunks
+  //|  // (64 bytes: two rows share a 128-byte line of banks): chunk ^ ((row / 2) % 4).
+  //|  return -1;
+  // === SOLUTION
   return row_chunks >= 8 ? chunk ^ (row & 7) : chunk ^ (row / (8 / row_chunks) % row_chunks);
+  // <<< d10.6a
 }
 
 // Step 6 — mma.sync.m16n8k16 (lesson §7). A block of 8 warps computes a 128 x 256 tile of C;
@@ -378,15 +440,15 @@ __host__ __device__ constexpr int swizzle_chunk(int row, int chunk, int row_chun
 constexpr int kMmaBM = 128, kMmaBN = 256, kMmaBK = 64, kMmaStages = 3;
 constexpr int kMmaWarpsM = 2, kMmaWarpsN = 4;
 constexpr int kMmaWM = kMmaBM / kMmaWarpsM, kMmaWN = kMmaBN / kMmaWarpsN;  // 64 x 64
-constexpr int kMmaTilesM = kMmaWM / 16;  // 4 x 8 mma tiles of 16 x 8
+[[maybe_unused]] constexpr int kMmaTilesM = kMmaWM / 16;  // 4 x 8 mma tiles of 16 x 8
 constexpr int kMmaTilesN = kMmaWN / 8;
-constexpr int kMmaKSteps = kMmaBK / 16;                                    // k16 steps per stage
+[[maybe_unused]] constexpr int kMmaKSteps = kMmaBK / 16;                   // k16 steps per stage
 constexpr int kMmaThreads = 32 * kMmaWarpsM * kMmaWarpsN;                  // 256
 constexpr int kChunkElems = 8;                                             // bfloat16 per 16 B
-constexpr int kMmaKChunks = kMmaBK / kChunkElems;                          // 8 per K-major row
-constexpr int kMmaNChunks = kMmaBN / kChunkElems;                          // 32 per [K, N] row
+[[maybe_unused]] constexpr int kMmaKChunks = kMmaBK / kChunkElems;         // 8 per K-major row
+[[maybe_unused]] constexpr int kMmaNChunks = kMmaBN / kChunkElems;         // 32 per [K, N] row
 constexpr int kMmaAStage = kMmaBM * kMmaBK, kMmaBStage = kMmaBN * kMmaBK;  // elements
-constexpr int kMmaGroup = 8;                                               // tile rows per group
+[[maybe_unused]] constexpr int kMmaGroup = 8;                              // tile rows per group
 constexpr int kMmaCStride = kMmaBN + kChunkElems;  // epilogue tile row, padded by 16 bytes
 // 3 stages of 48 KiB = 144 KiB: within the opt-in limit of a block on the A100 (163 KiB) and
 // the H100 (227 KiB); one block per SM.
@@ -409,6 +471,22 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     gemm_6_mma_kernel(const bfloat16* __restrict__ A, const bfloat16* __restrict__ B,
                       bfloat16* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K,
                       bool c_vector_ok) {
+  // >>> STARTER d10.6
+  //|  // TODO(d10.6) (lesson §7): the stages (kMmaStages x (kMmaAStage + kMmaBStage) bfloat16) in
+  //|  // dynamic shared memory. The block's tile from grouped_tile_of(blockIdx.x, ...). A stage is
+  //|  // filled by cp_async_16_zfill of every 16-byte chunk to its swizzled place (row * chunks_per_row
+  //|  // + swizzle_chunk(row, chunk, chunks_per_row)) * 16, zeros past M, N or K (valid = false). Plan
+  //|  // the copies once, before the loop (lesson §7.4): thread t always copies chunk t % 8 of rows
+  //|  // t / 8 + 32 i (t % 32 of rows t / 32 + 8 i for a [K, N] B), from pointers that move by one
+  //|  // K-tile per stage, with the rows' bounds known once. The ring: kMmaStages - 1 tiles in flight;
+  //|  // each iteration refills the stage the previous tile used and commits a group, empty or not.
+  //|  // Compute: kMmaKSteps k16 steps per stage, each ldmatrix_x4 of 4 A fragments and 4 x 2 B
+  //|  // fragments (ldmatrix_x4_trans for a row-major B) and 32 mma_16816; double-buffer the
+  //|  // fragments in registers (load step ks + 1's before step ks's mma). Before the last step's
+  //|  // mma: cp_async_wait<kMmaStages - 2>, __syncthreads, the next tile's step-0 fragments.
+  //|  // Epilogue: bfloat16 pairs into a padded C tile in shared memory (row stride kMmaCStride), then
+  //|  // 16-byte stores when c_vector_ok, element by element otherwise, bounds-checked.
+  // === SOLUTION
   extern __shared__ __align__(128) unsigned char dynamic_smem[];
   bfloat16* a_stages = reinterpret_cast<bfloat16*>(dynamic_smem);  // [stage][BM rows][BK]
   bfloat16* b_stages = a_stages + kMmaStages * kMmaAStage;         // [stage][BN][BK] or [BK][BN]
@@ -605,6 +683,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       if (m < M && n < N) C[m * N + n] = c_tile[r * kMmaCStride + c];
     }
   }
+  // <<< d10.6
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -646,16 +725,28 @@ static_assert(kWgBM == 64 * kWgConsumers, "each consumer warpgroup owns 64 rows"
 // 16-29; stride byte offset (between groups of 8 rows: 1024) >> 4 in bits 32-45; base offset 0
 // (every atom starts 1024-aligned); swizzle mode 1 = 128B in bits 62-63.
 __host__ __device__ constexpr std::uint64_t sw128_descriptor(std::uint32_t smem_addr) {
+  // >>> STARTER d10.7a
+  //|  // TODO(d10.7a) (lesson §8.3): (address & 0x3FFFF) >> 4 in bits 0-13, 16 >> 4 in bits 16-29,
+  //|  // 1024 >> 4 in bits 32-45, 1 (128-byte swizzle) in bits 62-63.
+  //|  return 0;
+  // === SOLUTION
   return static_cast<std::uint64_t>((smem_addr & 0x3FFFF) >> 4) |
          (static_cast<std::uint64_t>(16 >> 4) << 16) |
          (static_cast<std::uint64_t>(kSwizzleAtom >> 4) << 32) | (std::uint64_t{1} << 62);
+  // <<< d10.7a
 }
 
 // Steps 7-8 — one stage for inputs of element_bytes (lesson §8.2): K extent of 128 bytes, boxes
 // of the block tile's rows, and the bytes both boxes deliver (whole boxes: TMA counts the zeros
 // it writes for parts outside the matrix).
 __host__ __device__ constexpr WgmmaStage wgmma_stage_of(int element_bytes) {
+  // >>> STARTER d10.7b
+  //|  // TODO(d10.7b) (lesson §8.2): K of one 128-byte swizzle row (kWgStageKBytes / element_bytes),
+  //|  // kWgBM and kWgBN rows, kWgStageBytes.
+  //|  return WgmmaStage{};
+  // === SOLUTION
   return WgmmaStage{kWgStageKBytes / element_bytes, kWgBM, kWgBN, kWgStageBytes};
+  // <<< d10.7b
 }
 
 // The bounded mbarrier wait (Day 7's), shared by the producer's and the consumers' waits.
@@ -778,6 +869,24 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
                                                 const float* scale_a, const float* scale_b,
                                                 bool c_pair_ok, int debug_extra_tx_bytes) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // >>> STARTER d10.7
+  //|  // TODO(d10.7) (lesson §8.4): the stages (1024-aligned: round the dynamic shared memory's
+  //|  // address up, the launcher adds kSwizzleAtom bytes), then full[kWgStages] and
+  //|  // empty[kWgStages] mbarriers, initialised by thread 0 (full: 1 arrival; empty:
+  //|  // kWgConsumerWarps) with fence_barrier_init() and a __syncthreads(). Warpgroup 0
+  //|  // (setmaxnreg_dec<kProducerRegs>): thread 0, for every K-stage kt, waits for empty[s] of the
+  //|  // previous use (mbarrier_wait_bounded, return on failure), arrive_expect_tx(full[s], expected)
+  //|  // and two tma_load_2d (A at (k0, m0), B at (k0, n0)). Warpgroups 1-2
+  //|  // (setmaxnreg_inc<kConsumerRegs>): wait full[s] with parity (kt / kWgStages) % 2,
+  //|  // wgmma_fence(), kWgMmasPerStage wgmma with sw128_descriptor(start + kk * kWgMmaKBytes),
+  //|  // wgmma_commit(), wgmma_wait<1>(), then lane 0 of each warp releases the PREVIOUS stage on
+  //|  // empty. Epilogue: wgmma_wait<0>(), fence_registers, bfloat16 stores from the accumulator
+  //|  // layout above, bounds-checked.
+  //|  // TODO(d10.8) (lesson §9): for kFp8, wgmma_m64n256k32_e4m3 (kStageK = 128) and C = scale * acc
+  //|  // with scale = *scale_a * *scale_b.
+  //|  (void)a_map, (void)b_map, (void)C, (void)M, (void)N, (void)K, (void)scale_a, (void)scale_b,
+  //|      (void)c_pair_ok, (void)debug_extra_tx_bytes;
+  // === SOLUTION
   extern __shared__ __align__(1024) unsigned char wgmma_smem[];
   // The dynamic shared memory's start rounded up to a swizzle atom (the launcher adds that much).
   const std::uint32_t raw = smem_address(wgmma_smem);
@@ -873,6 +982,7 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
       }
     }
   }
+  // <<< d10.7
 #else
   // NOTE: never runs: the launchers refuse GPUs other than compute capability 9.0. The trap
   // makes the sm_80 build recognisable to the SASS checks (they look for HGMMA/QGMMA or this).

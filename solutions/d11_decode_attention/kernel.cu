@@ -1,4 +1,10 @@
+// >>> STARTER
+//|// Day 11 — your kernels. Read lessons/d11_decode_attention.md first; README.md in this folder
+//|// lists the exercises. Replace each TODO block; keep the names, the template parameters and the
+//|// launchers (the tests call them through lab.h). Check with:  course check d11
+// === SOLUTION
 // Day 11 — reference solution: decode attention over a paged KV cache, with split-KV.
+// <<<
 //
 //   validate_decode            Exercise 1: the page table checked on the host (lesson §3.3)
 //   decode_attention_kernel    Exercise 2: one block per (sequence, KV head, split), every query
@@ -42,7 +48,7 @@ constexpr int kTokensPerGroup = 4;  // tokens one lane group handles per tile
 template <int kGroupSize>
 constexpr int kMinBlocksPerSm = kGroupSize <= 4 ? 4 : 2;
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
+[[maybe_unused]] constexpr float kLn2 = 0.6931471805599453f;
 
 // The thread-to-data mapping of a tile (lesson §5.1). A lane group is the kLanesPerToken lanes
 // that together hold one token's row of head_dim elements, 8 each (one 16-byte chunk): 16 lanes
@@ -114,11 +120,18 @@ __device__ __forceinline__ unsigned divide_by_page_size(unsigned token, const Ke
 // Exercise 3 (a) — the tokens of split `split` (lesson §6.1): contiguous ranges of
 // ceil(len / num_splits) tokens; the last splits of a short sequence are empty.
 __host__ __device__ inline SplitRange split_range_of(std::int64_t len, int num_splits, int split) {
+  // >>> STARTER d11.5
+  //|  // TODO(d11.5) (lesson §6.1): chunk = ceil(len / num_splits) (64-bit); split `split` covers
+  //|  // [begin, end) with begin = min(len, split * chunk) and end = min(len, begin + chunk). Write
+  //|  // the minimum with ?: (std::min is host-only, and this function runs on both sides).
+  //|  return SplitRange{};
+  // === SOLUTION
   const std::int64_t chunk = (len + num_splits - 1) / num_splits;
   SplitRange r;
   r.begin = split * chunk < len ? split * chunk : len;
   r.end = r.begin + chunk < len ? r.begin + chunk : len;
   return r;
+  // <<< d11.5
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,6 +152,19 @@ template <class T, int kHeadDim>
 __device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
                                                const std::int32_t* __restrict__ pages,
                                                int tile_begin, int end) {
+  // >>> STARTER d11.2
+  //|  // TODO(d11.2) (lesson §5.2): for j < TileShape<kHeadDim>::kChunksPerThread, chunk j of this
+  //|  // thread is token tile_begin + (j * kThreads + threadIdx.x) / Shape::kLanesPerToken of the
+  //|  // sequence. When token < end: its page is __ldg(pages + token / p.page_size) (the quotient by
+  //|  // divide_by_page_size, given: no divide instruction), its slot token % p.page_size, and
+  //|  // rows.row[j] = page * p.page_size + slot (32-bit unsigned: the upload guarantees num_pages *
+  //|  // page_size <= 2^32). Past the end: row 0.
+  //|  TileRows<kHeadDim> rows{};  // all 0 until written
+  //|  (void)p;
+  //|  (void)pages;
+  //|  (void)tile_begin;
+  //|  (void)end;
+  // === SOLUTION
   using Shape = TileShape<kHeadDim>;
   TileRows<kHeadDim> rows;
 #pragma unroll
@@ -152,6 +178,7 @@ __device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
       rows.row[j] = static_cast<unsigned>(__ldg(pages + page_in_seq)) * p.page_size + slot;
     }
   }
+  // <<< d11.2
   return rows;
 }
 
@@ -166,6 +193,15 @@ __device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
 template <class T, int kHeadDim>
 __device__ void load_kv_tile(T* stage, const KernelParams<T>& p, const TileRows<kHeadDim>& rows,
                              int kv_head, int tile_begin, int end) {
+  // >>> STARTER d11.2
+  //|  // TODO(d11.2) (lesson §5.2): k_tile = stage, v_tile = stage + Shape::kTokens * kHeadDim (using
+  //|  // Shape = TileShape<kHeadDim>). For j < Shape::kChunksPerThread: chunk c = j * kThreads +
+  //|  // threadIdx.x of the tile is token i = c / Shape::kLanesPerToken, 16-byte chunk
+  //|  // c % Shape::kLanesPerToken of its row. Token tile_begin + i is valid when < end; then its
+  //|  // element offset in the cache is (rows.row[j] * num_kv_heads + kv_head) * kHeadDim + chunk * 8
+  //|  // (64-bit). cp_async_16_zfill the chunk of K and of V to i * kHeadDim + chunk * 8 in their
+  //|  // tiles, with valid = false (and offset 0) past the end: zeros, never stale rows.
+  // === SOLUTION
   using Shape = TileShape<kHeadDim>;
   T* k_tile = stage;                              // [kTokens][kHeadDim]
   T* v_tile = stage + Shape::kTokens * kHeadDim;  // [kTokens][kHeadDim]
@@ -183,6 +219,7 @@ __device__ void load_kv_tile(T* stage, const KernelParams<T>& p, const TileRows<
     cp_async_16_zfill(k_tile + dst, p.k_cache + offset, valid);
     cp_async_16_zfill(v_tile + dst, p.v_cache + offset, valid);
   }
+  // <<< d11.2
 }
 
 // Given: 2^x by the special-function unit's ex2.approx.ftz.f32, for the weights of the loop
@@ -214,6 +251,19 @@ struct OnlineState {
 template <class T, int kHeadDim, int kGroupSize>
 __device__ void attend_tile(const T* stage, const float (&q)[kGroupSize][kChunkElems],
                             OnlineState<kGroupSize>& st, int group, int part, int valid) {
+  // >>> STARTER d11.3
+  //|  // TODO(d11.3) (lesson §4.2, §5.3): this lane group's tokens are i = group * kTokensPerGroup + j,
+  //|  // j < kTokensPerGroup, and this lane's 8 elements of a row start at part * 8.
+  //|  // 1. For each j: load the lane's 8 elements of K row i (one Vec<T, 8>), and for each head g the
+  //|  //    partial dot product with q[g] (already scaled by scale * log2 e) into s[g][j].
+  //|  // 2. Sum each s[g][j] over the group's lanes: __shfl_xor_sync(kFullMask, v, offset) for offset
+  //|  //    = Shape::kLanesPerToken / 2 .. 1 (every lane of the warp must execute the shuffles).
+  //|  // 3. Tokens i >= valid get s = -INFINITY.
+  //|  // 4. Per head g: m_new = max(st.m[g], s[g][:]); m_use = m_new, or 0 when m_new is -inf;
+  //|  //    alpha = exp2_approx(st.m[g] - m_use); st.m[g] = m_new; scale st.l[g] and st.acc[g][:] by
+  //|  //    alpha; s[g][j] = exp2_approx(s[g][j] - m_use), added to st.l[g].
+  //|  // 5. For each j: load the lane's 8 elements of V row i; st.acc[g][e] += s[g][j] * v[e].
+  // === SOLUTION
   using Shape = TileShape<kHeadDim>;
   const T* k_tile = stage;
   const T* v_tile = stage + Shape::kTokens * kHeadDim;
@@ -277,6 +327,7 @@ __device__ void attend_tile(const T* stage, const float (&q)[kGroupSize][kChunkE
       for (int g = 0; g < kGroupSize; ++g) st.acc[g][e] = fmaf(s[g][j], v, st.acc[g][e]);
     }
   }
+  // <<< d11.3
 }
 
 // Exercise 2 (c) — the block's kGroups states merged in shared memory, and the result written
@@ -289,6 +340,22 @@ template <class T, int kHeadDim, int kGroupSize, bool kSplit>
 __device__ void finish_block(float* scratch, const OnlineState<kGroupSize>& st,
                              const KernelParams<T>& p, int group, int part, int b, int kv_head,
                              int split) {
+  // >>> STARTER d11.4
+  //|  // TODO(d11.4) (lesson §4.4): in `scratch` (floats), lay out acc_s
+  //|  // [kGroups][kGroupSize][kHeadDim], then m_s, l_s and weight_s, each [kGroups][kGroupSize] (using
+  //|  // Shape = TileShape<kHeadDim>).
+  //|  // 1. Each lane writes its acc[g][8] at acc_s[(group * kGroupSize + g) * kHeadDim + part * 8];
+  //|  //    the group's lane with part == 0 writes m and l. __syncthreads().
+  //|  // 2. Threads g < kGroupSize: m = max over groups k of m_s; total = sum_k l_k * exp2f(m_k -
+  //|  //    m_use) (m_use: 0 when m is -inf); weight_s = exp2f(m_k - m_use) / total (0 when total is
+  //|  //    0: an empty split); lse = (m + log2f(total)) * kLn2, or -INFINITY when total is 0. Row
+  //|  //    b * num_qo_heads + kv_head * kGroupSize + g: kSplit writes partial_lse[row * num_splits +
+  //|  //    split], else lse[row]. __syncthreads().
+  //|  // 3. For idx = threadIdx.x .. kGroupSize * kHeadDim step kThreads (g = idx / kHeadDim, d = idx %
+  //|  //    kHeadDim): o = sum_k acc_s[...] * weight_s[...]; kSplit writes the float to
+  //|  //    partial_o[(row * num_splits + split) * kHeadDim + d], else o[row * kHeadDim + d] as T
+  //|  //    (course::from_float<T>).
+  // === SOLUTION
   using Shape = TileShape<kHeadDim>;
   constexpr int kStates = Shape::kGroups * kGroupSize;
   float* acc_s = scratch;                   // [kGroups][kGroupSize][kHeadDim]
@@ -339,6 +406,7 @@ __device__ void finish_block(float* scratch, const OnlineState<kGroupSize>& st,
     else
       p.o[row * kHeadDim + d] = course::from_float<T>(o);
   }
+  // <<< d11.4
 }
 
 // Exercise 2 — decode attention (lesson §4-§6). Block (split, kv_head, b) attends the kGroupSize
@@ -433,6 +501,14 @@ __global__ void __launch_bounds__(kMergeThreads)
     merge_splits_kernel(const float* __restrict__ partial_o, const float* __restrict__ partial_lse,
                         T* __restrict__ o, float* __restrict__ lse, std::int64_t rows,
                         int num_splits) {
+  // >>> STARTER d11.6
+  //|  // TODO(d11.6) (lesson §6.2): one warp per row: row = blockIdx.x * kMergeWarps + warp (64-bit);
+  //|  // return when row >= rows (the whole warp). m = the warp's max of partial_lse[row * num_splits
+  //|  // + s] (lanes stride over s, then course::warp_max). Then for every split s: w = expf(lse_s -
+  //|  // m), total += w, and the lane's kHeadDim / 32 floats of partial_o[(row * num_splits + s) *
+  //|  // kHeadDim + lane * kDims ...] added times w. Write o[row * kHeadDim + lane * kDims + e] =
+  //|  // acc / total as T, and (lane 0) lse[row] = m + logf(total).
+  // === SOLUTION
   constexpr int kDims = kHeadDim / kWarpSize;  // 4 or 2 floats per lane
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kMergeWarps +
                            static_cast<int>(threadIdx.x) / kWarpSize;
@@ -460,6 +536,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   for (int e = 0; e < kDims; ++e)
     o[row * kHeadDim + lane * kDims + e] = course::from_float<T>(acc[e] * inv_total);
   if (lane == 0) lse[row] = total > 0.0f ? m + logf(total) : -INFINITY;
+  // <<< d11.6
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -467,6 +544,14 @@ __global__ void __launch_bounds__(kMergeThreads)
 
 // Exercise 1 — the page table and shapes checked on the host (lesson §3.3).
 void validate_decode(const CacheShape& shape, const PageTable& table, int num_qo_heads) {
+  // >>> STARTER d11.1
+  //|  // TODO(d11.1) (lesson §3.3): course::require(condition, "decode_attention: ...") for each
+  //|  // rule of lab.h (Exercise 1): the shape (page_size, num_pages, num_kv_heads, head_dim), the head
+  //|  // ratio, the batch, indptr (size, first entry, never decreasing, at least one page per
+  //|  // sequence, last entry = page_indices.size()), every page index in 0 .. num_pages - 1, every
+  //|  // last_page_len in 1 .. page_size, and every length below 2^31. Say in the message what is
+  //|  // wrong and what was expected.
+  // === SOLUTION
   using course::require;
   using std::to_string;
   const std::string f = "decode_attention: ";
@@ -520,6 +605,7 @@ void validate_decode(const CacheShape& shape, const PageTable& table, int num_qo
     if ((pages - 1) * shape.page_size + last > std::numeric_limits<std::int32_t>::max())
       require(false, f + "sequence " + to_string(b) + " is longer than 2^31 - 1 tokens");
   }
+  // <<< d11.1
 }
 
 std::int64_t sequence_length(const PageTable& table, int page_size, int b) {

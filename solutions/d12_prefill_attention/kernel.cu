@@ -1,5 +1,11 @@
+// >>> STARTER
+//|// Day 12 — your kernel. Read lessons/d12_prefill_attention.md first; README.md in this folder
+//|// lists the exercises. Replace each TODO block; keep the names, the template parameters and the
+//|// launchers (the tests call them through lab.h). Check with:  course check d12
+// === SOLUTION
 // Day 12 — reference solution: FlashAttention-2-style prefill attention on mma.sync (Tensor Cores,
 // any GPU from sm_80), over a variable-length batch, causal or not.
+// <<<
 #include <cuda.h>  // CUtensorMap and its enums only: the driver is reached through the runtime
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
@@ -51,7 +57,7 @@ constexpr std::size_t smem_bytes() {
 }
 
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
+[[maybe_unused]] constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -INFINITY;
 
 // ---------------------------------------------------------------------------------------------
@@ -86,6 +92,15 @@ __host__ __device__ inline BlockWork block_work(int block, int ranks, int units)
 // past it (or at the partial last tile, whose columns past len_kv must not count).
 __host__ __device__ inline KvTileRange tile_range(int q0, int len_q, int len_kv, bool causal,
                                                   int block_m, int block_n) {
+  // >>> STARTER d12.1
+  //|  // TODO(d12.1) (lesson §4): with offset = len_kv - len_q, the block's last real row
+  //|  // (min(q0 + block_m, len_q) - 1) sees keys up to last_row + offset under the causal mask, all
+  //|  // len_kv without it: tiles = ceil(end / block_n) for that end (0 when end <= 0). first_masked:
+  //|  // the partial last tile len_kv / block_n, or, when causal, the first tile reaching past row q0's
+  //|  // last key (q0 + offset + 1) / block_n (0 when q0 + offset + 1 <= 0), whichever comes first,
+  //|  // and never more than tiles.
+  //|  return KvTileRange{};  // {-1, -1}: not written yet
+  // === SOLUTION
   const int offset = len_kv - len_q;  // query r sits at key position r + offset
   const int last_row = (q0 + block_m < len_q ? q0 + block_m : len_q) - 1;
   int end = len_kv;  // one past the last key some row of the block sees
@@ -100,6 +115,7 @@ __host__ __device__ inline KvTileRange tile_range(int q0, int len_q, int len_kv,
   }
   range.first_masked = first < range.tiles ? first : range.tiles;
   return range;
+  // <<< d12.1
 }
 
 // Exercise 2 — the swizzle (lesson §5): chunk c of row r at position c ^ (r % 8) of its row.
@@ -107,7 +123,12 @@ __host__ __device__ inline KvTileRange tile_range(int q0, int len_q, int len_kv,
 // 128-byte bank cycle, so a chunk's bank group is its position mod 8: the 8 rows an ldmatrix
 // reads at one logical chunk get 8 different positions mod 8, i.e. 8 different bank groups.
 __host__ __device__ inline int swizzle(int row, int chunk, int chunks_per_row) {
+  // >>> STARTER d12.2
+  //|  // TODO(d12.2) (lesson §5): row * chunks_per_row + (chunk XOR (row % kSwizzleRows)).
+  //|  return -1;
+  // === SOLUTION
   return row * chunks_per_row + (chunk ^ (row % kSwizzleRows));
+  // <<< d12.2
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -194,11 +215,11 @@ __device__ __forceinline__ void load_tile(T* tile_s, const T* __restrict__ src,
 template <class T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const PrefillArgs<T> args) {
   constexpr int kN = kBlockN<kHeadDim>;
-  constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
-  constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of Q K^T
-  constexpr int kSTiles = kN / 8;                  // n8 tiles of S (over the keys)
-  constexpr int kPvSteps = kN / 16;                // k16 steps of P V (over the keys)
-  constexpr int kOTiles = kHeadDim / 8;            // n8 tiles of O (over the head dim)
+  [[maybe_unused]] constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per row
+  [[maybe_unused]] constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of Q K^T
+  constexpr int kSTiles = kN / 8;                                   // n8 tiles of S (over the keys)
+  [[maybe_unused]] constexpr int kPvSteps = kN / 16;  // k16 steps of P V (over the keys)
+  constexpr int kOTiles = kHeadDim / 8;               // n8 tiles of O (over the head dim)
   static_assert(kSTiles % 2 == 0 && kOTiles % 2 == 0, "ldmatrix.x4 feeds two n8 tiles");
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -217,32 +238,46 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
 
   // Exercise 5 (lesson §8): the longest-first order of the query tiles, and the KV head that
   // this query head shares with the num_heads / num_kv_heads heads of its group (GQA).
+  // >>> STARTER d12.6
+  //|  // TODO(d12.6) (lesson §8.3): start the LAST query tiles first: rank 0 (the blocks that start
+  //|  // first) takes the last tile, q0 = kBlockM * (ranks - 1 - work.rank). And the KV head of a group
+  //|  // of num_heads / num_kv_heads query heads is head / (num_heads / num_kv_heads); the
+  //|  // placeholder below is right only without GQA.
+  //|  const int q0 = kBlockM * work.rank;
+  //|  const int kv_head = head % args.num_kv_heads;
+  // === SOLUTION
   const int q0 = kBlockM * (ranks - 1 - work.rank);
   const int kv_head = head / (args.num_heads / args.num_kv_heads);
+  // <<< d12.6
 
   // INVARIANT: q0 is the same for the whole block, so the block leaves whole (the barriers
   // below see every thread).
   if (q0 >= len_q) return;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  [[maybe_unused]] const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int g = lane / 4, tq = lane % 4;  // rows g, g + 8; columns 2tq, 2tq + 1
+  [[maybe_unused]] const int g = lane / 4, tq = lane % 4;  // rows g, g + 8; columns 2tq, 2tq + 1
   const std::int64_t q_stride = static_cast<std::int64_t>(args.num_heads) * kHeadDim;
   const std::int64_t kv_stride = static_cast<std::int64_t>(args.num_kv_heads) * kHeadDim;
   const T* q_g = args.q + (q_start + q0) * q_stride + static_cast<std::int64_t>(head) * kHeadDim;
   const T* k_g = args.k + kv_start * kv_stride + static_cast<std::int64_t>(kv_head) * kHeadDim;
   const T* v_g = args.v + kv_start * kv_stride + static_cast<std::int64_t>(kv_head) * kHeadDim;
   const KvTileRange range = tile_range(q0, len_q, len_kv, args.causal, kBlockM, kN);
-  const int offset = len_kv - len_q;  // row r sees keys <= r + offset (causal)
+  [[maybe_unused]] const int offset = len_kv - len_q;  // row r sees keys <= r + offset (causal)
   const float scale_log2 = args.scale * kLog2e;
-  const std::uint32_t q_addr = smem_address(q_s), k_addr = smem_address(k_s),
-                      v_addr = smem_address(v_s);
+  [[maybe_unused]] const std::uint32_t q_addr = smem_address(q_s), k_addr = smem_address(k_s),
+                                       v_addr = smem_address(v_s);
 
-  float o_acc[kMTiles][kOTiles][4] = {};  // O, unnormalised, float32
+  [[maybe_unused]] float o_acc[kMTiles][kOTiles][4] = {};  // O, unnormalised, float32
   // m (raw scores) and this lane's part of l, of rows g and g + 8 of each m16 tile.
-  float row_max[kMTiles][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
-  float row_sum[kMTiles][2] = {};
+  [[maybe_unused]] float row_max[kMTiles][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+  [[maybe_unused]] float row_sum[kMTiles][2] = {};
 
   if (range.tiles > 0) {
+    // >>> STARTER d12.3a
+    //|    // TODO(d12.3a) (lesson §5, §6.2): the prologue. Issue the Q tile (load_tile<kBlockM,
+    //|    // kHeadDim>(q_s, q_g, q_stride, len_q - q0)) and commit; issue K and V tile 0 (load_tile<kN,
+    //|    // kHeadDim> into k_s and v_s, len_kv valid rows) and commit.
+    // === SOLUTION
     // Prologue: Q (group 0) and key tiles 0 .. kStages - 2 (one group each, empty past the
     // last tile) in flight.
     load_tile<kBlockM, kHeadDim>(q_s, q_g, q_stride, len_q - q0);
@@ -258,8 +293,19 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
       }
       cp_async_commit();
     }
+    // <<< d12.3a
 
     for (int t = 0; t < range.tiles; ++t) {
+      // >>> STARTER d12.3b
+      //|      // TODO(d12.3b) (lesson §5): the double buffer. Wait for tile t (cp_async_wait<0>()), ONE
+      //|      // __syncthreads() (every thread's copies landed, Q's too; tile t - 1's stage is free), then
+      //|      // issue K and V tile t + 1 (if any) into stage (t + 1) % kStages, rows kv0 = (t + 1) * kN
+      //|      // on, and commit, even when there was nothing to issue.
+      //|      [[maybe_unused]] const std::uint32_t kt_addr =
+      //|          k_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
+      //|      [[maybe_unused]] const std::uint32_t vt_addr =
+      //|          v_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
+      // === SOLUTION
       // The lane's parts of the ldmatrix addresses: row l % 8 of a matrix (which is also the
       // row's swizzle, every matrix starting on a multiple of 8 rows), and the bits l / 16 and
       // (l / 8) % 2 that pick the matrix. The empty asm makes them opaque once per tile, so that
@@ -281,12 +327,26 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
       cp_async_commit();  // always, even empty: one group per tile in every thread
       const std::uint32_t kt_addr = k_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
       const std::uint32_t vt_addr = v_addr + (t % kStages) * kN * kHeadDim * sizeof(T);
+      // <<< d12.3b
 
+      // >>> STARTER d12.3c
+      //|      // TODO(d12.3c) (lesson §6.2, §6.3): S = Q K^T into s_acc. For every k16 step kk of the head
+      //|      // dim: this warp's two Q fragments (ldmatrix_x4; for m16 tile mi, lane l addresses row
+      //|      // warp * 32 + mi * 16 + l % 8 + (l / 8) % 2 * 8, chunk 2 kk + l / 16); then for every pair
+      //|      // nn of n8 key tiles one ldmatrix_x4 of K (no .trans: K stored [key][dim] is the
+      //|      // column-major B operand) where lane l addresses key 16 nn + l % 8 + l / 16 * 8, chunk
+      //|      // 2 kk + (l / 8) % 2, and for each mi mma_16816 into s_acc[mi][2 nn] with b[0], b[1] and
+      //|      // into s_acc[mi][2 nn + 1] with b[2], b[3]. A row's byte address: tile + 16 * swizzle(row,
+      //|      // chunk, kChunks). (Lesson §6.4: what to do when ptxas spills.)
+      // === SOLUTION
       // S = Q K^T. Q's A fragments of step kk: matrix i = rows 8 (i % 2) .. of the m16 tile,
       // chunk 2 kk + i / 2. K is stored [key][dim], which IS the column-major B operand: ldmatrix
       // without .trans; matrix i = keys 8 (i / 2) .. of the pair, chunk 2 kk + i % 2 -> b0, b1 of
       // n8 tile 2 nn, then b0, b1 of tile 2 nn + 1. Byte address = 16 * swizzle(row, chunk).
-      float s_acc[kMTiles][kSTiles][4] = {};
+      // <<< d12.3c
+      [[maybe_unused]] float s_acc[kMTiles][kSTiles][4] = {};
+      // >>> STARTER d12.3c
+      // === SOLUTION
       // Unrolled at head dim 128; at 64, whose S is twice as wide (128 keys: 128 float32 per
       // lane), one step at a time, or ptxas spills.
 #pragma unroll(kHeadDim == 128 ? kQkSteps : 1)
@@ -309,7 +369,13 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
           }
         }
       }
+      // <<< d12.3c
 
+      // >>> STARTER d12.5
+      //|      // TODO(d12.5) (lesson §4): only when t >= range.first_masked: s_acc[mi][j][e] = -inf where
+      //|      // key col = t * kN + 8 j + 2 tq + e % 2 is >= len_kv or, when args.causal, > row + offset,
+      //|      // with row = q0 + warp * 32 + mi * 16 + g + (e / 2) * 8.
+      // === SOLUTION
       // The mask, only on the tiles that need it (lesson §4): keys past len_kv, and keys above
       // the causal diagonal, get -inf, which exp2 turns into a probability of exactly 0.
       if (t >= range.first_masked) {
@@ -326,7 +392,16 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
             }
           }
       }
+      // <<< d12.5
 
+      // >>> STARTER d12.4a
+      //|      // TODO(d12.4a) (lesson §3.3): the online softmax of the tile, for each m16 tile mi. The
+      //|      // tile's max of rows g (e = 0, 1) and g + 8 (e = 2, 3), over this lane's columns, then over
+      //|      // the quad with __shfl_xor_sync 1 and 2. new max m; max_scaled = m * scale_log2 (0 while
+      //|      // m = -inf); correction = fast_exp2(old m * scale_log2 - max_scaled); row_sum *=
+      //|      // correction; O *= correction (skip it when no row's max changed); p = fast_exp2(s *
+      //|      // scale_log2 - max_scaled) back into s_acc, added to row_sum.
+      // === SOLUTION
       // The online softmax (lesson §3.3). A row's max over the tile: this lane's columns, then
       // the 4 lanes of the quad that share the row (lanes 4g .. 4g + 3: xor 1 and xor 2).
       float max_scaled[kMTiles][2], correction[kMTiles][2];
@@ -376,7 +451,15 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
             row_sum[mi][e / 2] += p;
           }
         }
+        // <<< d12.4a
 
+        // >>> STARTER d12.4b
+        //|      // TODO(d12.4b) (lesson §7.2): O += P V. For every k16 step kk of the keys, m16 tile mi's A
+        //|      // fragment is {pack2<T>(s_acc[mi][2kk][0], [1]), pack2<T>(s_acc[mi][2kk][2], [3]), the same
+        //|      // of s_acc[mi][2kk + 1]}; for every pair dd of n8 dim tiles one ldmatrix_x4_trans of V
+        //|      // where lane l addresses key 16 kk + l % 8 + (l / 8) % 2 * 8, chunk 2 dd + l / 16; for each
+        //|      // mi, mma_16816 into o_acc[mi][2 dd] with b[0], b[1] and o_acc[mi][2 dd + 1] with b[2], b[3].
+        // === SOLUTION
         // O += P V. P's A fragment of key step kk is S's accumulators of n8 tiles 2 kk and
         // 2 kk + 1, rounded to T: no shared memory. V is stored [key][dim]: the B operand (k = key,
         // n = dim) needs two keys of one dim per register, so ldmatrix .trans; matrix i = keys
@@ -403,10 +486,19 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
           }
         }
       }
+      // <<< d12.4b
     }
     cp_async_wait<0>();  // nothing of this block is in flight when it writes and leaves
   }
 
+  // >>> STARTER d12.4c
+  //|  // TODO(d12.4c) (lesson §3.4): the epilogue, for every block (also one with no tile). Sum
+  //|  // row_sum over the quad (__shfl_xor_sync 1 and 2). o = o_acc / l (0 when l == 0), rounded with
+  //|  // pack2<T>, written for the rows < len_q of o at (q_start + row) * q_stride + head * kHeadDim
+  //|  // (16-byte stores through this warp's own 32 rows of q_s are fastest: __syncwarp() first, then
+  //|  // swizzled like Q, then a __syncwarp()); lse[head * total_q + q_start + row] = (m * scale_log2 +
+  //|  // log2 l) * kLn2, or -inf when l == 0, by the lanes with tq == 0.
+  // === SOLUTION
   // The epilogue (lesson §3.4): l is the quad's sum; O / l rounded to T, staged in this warp's
   // own rows of the Q tile (only this warp ever read them: the __syncwarp makes sure its last
   // ldmatrix is done) and written with 16-byte stores; lse = m * scale + ln l. A row with no
@@ -457,6 +549,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
                                 static_cast<std::int64_t>(head) * kHeadDim + c * kChunkElems) = v;
     }
   }
+  // <<< d12.4c
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,8 +565,14 @@ __device__ course::MbarrierTimeout g_mbarrier_timeout;
 // mode (1: 128 bytes). Host and device share it: the test checks it on the host.
 __host__ __device__ inline std::uint64_t descriptor_bits(std::uint32_t address, std::uint32_t lbo,
                                                          std::uint32_t sbo) {
+  // >>> STARTER d12.7a
+  //|  // TODO(d12.7a) (lesson §9.3): the four fields above, each (x & 0x3FFFF) >> 4 shifted to its bit,
+  //|  // and 1 << 62 for the 128-byte swizzle.
+  //|  return 0;
+  // === SOLUTION
   const auto field = [](std::uint32_t x) { return static_cast<std::uint64_t>((x & 0x3FFFF) >> 4); };
   return field(address) | field(lbo) << 16 | field(sbo) << 32 | std::uint64_t{1} << 62;
+  // <<< d12.7a
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -646,6 +745,22 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                            const __grid_constant__ CUtensorMap k_map,
                            const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // >>> STARTER d12.7
+  //|  // TODO(d12.7) (lesson §9): the Hopper kernel, as the comment above describes. Carve the dynamic
+  //|  // shared memory from its first 1024-byte boundary: Q (kTileBytes), kHopperStages K tiles,
+  //|  // kHopperStages V tiles, then the mbarriers q_full, full[stages] (1 arrival) and
+  //|  // empty[stages] (8 arrivals: the consumer warps). Thread 0 inits them, fence_barrier_init(),
+  //|  // __syncthreads() (the last block-wide barrier). Warpgroup 0 (setmaxnreg.dec 40): thread 0
+  //|  // issues Q (two tma_load_3d boxes at (64 h, head, q_start + q0), expect kTileBytes), then for
+  //|  // each tile waits for `empty` (bounded) from tile kHopperStages on, expects 2 * kTileBytes and
+  //|  // issues K and V. Warpgroups 1-2 (setmaxnreg.inc 232): wait q_full, then per tile wait full[s],
+  //|  // S by 8 wgmma_ss_m64n128k16 (descriptors: 16 / 1024, 32 bytes per k16 step, box kk / 4),
+  //|  // mask and online softmax as in TODO(d12.4a) and (d12.5) on s_acc[4 j + e], P packed as
+  //|  // mma.sync's A fragments, wgmma_fence(), 8 wgmma_rs_m64n128k16_trans_b (V at 2048 bytes per
+  //|  // k16 step, descriptors kHalfBytes / 1024), commit, wgmma_wait<0>(), and one arrive on
+  //|  // empty[s] per warp. The epilogue as TODO(d12.4c), straight from the registers. Correct first;
+  //|  // then the speed-ups of lesson §9.5 (wgmma_wait<1>, the named barriers).
+  // === SOLUTION
   extern __shared__ __align__(128) unsigned char smem[];
   const std::uint32_t base = smem_address(smem);
   unsigned char* tiles = smem + (kTileAlign - base % kTileAlign) % kTileAlign;
@@ -891,6 +1006,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       args.lse[static_cast<std::int64_t>(head) * args.total_q + q_start + row] =
           row_sum[r] > 0.0f ? (row_max[r] * scale_log2 + __log2f(row_sum[r])) * kLn2 : kNegInf;
   }
+  // <<< d12.7
 #else
   // NOTE: never runs: the launcher refuses GPUs other than compute capability 9.0. The trap makes
   // it loud if it ever did, and lets the SASS checks tell this architecture's kernel from an

@@ -1,10 +1,22 @@
+// >>> STARTER
+//|// Day 13 — a JIT compilation system: NVRTC, an on-disk kernel cache, autotuning (STARTER).
+// === SOLUTION
 // Day 13 — a JIT compilation system (reference solution).
+// <<<
 //
+// >>> STARTER
+//|// Read lessons/d13_jit.md first. This file's kernels are not compiled by nvcc: they are CUDA
+//|// C++ source templates (kRmsNormSource, kGemmSource) that your host code compiles at run time
+//|// with NVRTC, caches in memory and on disk, and loads with the driver API. Work in the order of
+//|// the TODOs; the host exercises (1-5) are tested without a GPU:
+//|//   course check d13            (or: ctest --test-dir build -L d13 -L lab)
+// === SOLUTION
 // The kernels of this file are not compiled by nvcc: they are CUDA C++ source templates
 // (kRmsNormSource, kGemmSource), specialised at run time by NVRTC name expressions, compiled to
 // a CUBIN for the device's exact architecture, cached in memory and on disk under a SHA-256
 // key, loaded with the driver API and launched with cuLaunchKernel. The host code, in the
 // order of the exercises:
+// <<<
 //   1  cache_key             what goes into the key (lesson §3)
 //   2  encode/decode_entry   a header that detects truncated and corrupt entries (lesson §4)
 //   3  write_file_atomically, DiskCache   temp file + fsync + rename (lesson §5)
@@ -13,9 +25,13 @@
 //   6  kRmsNormSource        the RMSNorm template (lesson §8)
 //   7  kGemmSource           the tiled GEMM template (lesson §9)
 //   8  autotune              events, median, the winner recorded atomically (lesson §10)
+// >>> STARTER
+//|// Everything marked Given is complete: SHA-256, the driver API entry points, the launchers.
+// === SOLUTION
 // The driver API is reached through cudaGetDriverEntryPointByVersion, not by linking libcuda:
 // a program linked against libcuda.so.1 does not even start on a machine without the driver,
 // and the host tests of this day must run there (lesson §7.3).
+// <<<
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -103,6 +119,15 @@ __global__ void __launch_bounds__(kThreads)
     d13_rmsnorm_kernel(const typename D::Storage* __restrict__ x,
                        const typename D::Storage* __restrict__ w,
                        typename D::Storage* __restrict__ y, long long rows, float eps) {
+  // >>> STARTER d13.6
+  //|  // TODO(d13.6) (lesson §8): row blockIdx.x of x and y, read as Pack<typename D::Storage, kVec>
+  //|  // vectors (kHidden / kVec of them). Thread t keeps vectors t, t + kThreads, ... in a register
+  //|  // array of kItems = ceil(kVecs / kThreads) Packs (a loop with #pragma unroll: the bounds are
+  //|  // compile-time constants) and sums the squares of their D::to_float values. Reduce the sum over
+  //|  // the block (warp_sum, one float per warp in shared memory, warp 0 sums those), then
+  //|  // inv_rms = rsqrtf(total / kHidden + eps) and y = D::from_float(x * inv_rms * w), vector by
+  //|  // vector. Until then the kernel writes nothing: y keeps its poison.
+  // === SOLUTION
   using P = Pack<typename D::Storage, kVec>;
   static_assert(kHidden % kVec == 0, "the vector width must divide the row");
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
@@ -152,6 +177,7 @@ __global__ void __launch_bounds__(kThreads)
       y_row[j] = out;
     }
   }
+  // <<< d13.6
 }
 )JIT";
 
@@ -166,6 +192,14 @@ template <int kBM, int kBN, int kBK, int kTM, int kTN>
 __global__ void __launch_bounds__((kBM / kTM) * (kBN / kTN))
     d13_gemm_kernel(const float* __restrict__ A, const float* __restrict__ B,
                     float* __restrict__ C, long long M, long long N, long long K) {
+  // >>> STARTER d13.7
+  //|  // TODO(d13.7) (lesson §9): kRows = kBM / kTM and kCols = kBN / kTN threads; thread tid is
+  //|  // (tr, tc) = (tid / kCols, tid % kCols) and owns C rows m0 + tr + i * kRows, columns
+  //|  // n0 + tc + j * kCols (m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN, 64-bit). For each K-step
+  //|  // k0: stage A's kBM x kBK slice transposed in __shared__ float a_tile[kBK][kBM + 1] and B's
+  //|  // kBK x kBN slice in b_tile[kBK][kBN] (zero past M, N, K), __syncthreads(), accumulate
+  //|  // float acc[kTM][kTN] over the kBK values of k, __syncthreads(). Store the elements inside C.
+  // === SOLUTION
   static_assert(kBM % kTM == 0 && kBN % kTN == 0, "a thread's tile must divide the block's");
   constexpr int kRows = kBM / kTM;  // threads along M
   constexpr int kCols = kBN / kTN;  // threads along N
@@ -228,6 +262,7 @@ __global__ void __launch_bounds__((kBM / kTM) * (kBN / kTN))
       }
     }
   }
+  // <<< d13.7
 }
 )JIT";
 
@@ -335,17 +370,22 @@ std::array<std::uint8_t, 32> sha256(const std::string& bytes) {
   return out;
 }
 
+// >>> STARTER
+//|// Given: little-endian integers in a byte string, and the program name NVRTC puts in its log
+//|// ([[maybe_unused]]: only your code of TODO d13.2 and d13.4 uses them).
+// === SOLUTION
 // Given: little-endian integers in a byte string, and the program name NVRTC puts in its log.
-void put_le(std::string& out, std::uint64_t v, int bytes) {
+// <<<
+[[maybe_unused]] void put_le(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
-std::uint64_t get_le(const std::string& in, std::size_t at, int bytes) {
+[[maybe_unused]] std::uint64_t get_le(const std::string& in, std::size_t at, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i)
     v |= std::uint64_t{static_cast<unsigned char>(in[at + i])} << (8 * i);
   return v;
 }
-constexpr const char* kProgramName = "d13_jit.cu";
+[[maybe_unused]] constexpr const char* kProgramName = "d13_jit.cu";
 
 // Given: the driver API, reached through the runtime (see the file's leading comment). The
 // function types come from cuda.h's declarations; nothing of libcuda is linked.
@@ -430,6 +470,12 @@ std::string arch_for(int major, int minor) {
 std::string cache_key(const std::string& source, const std::string& name_expression,
                       const std::vector<std::string>& options, const std::string& arch,
                       int nvrtc_version) {
+  // >>> STARTER d13.1
+  //|  // TODO(d13.1) (lesson §3): serialise a format tag, the source, the name expression, the
+  //|  // number of options, each option, the architecture and the NVRTC version, each field as
+  //|  // <length>:<bytes>, and return sha256_hex of that text.
+  //|  return "";
+  // === SOLUTION
   // Every field as <length>:<bytes>, so that ("ab", "c") and ("a", "bc") differ; the option
   // count too, so that options cannot pass for the architecture. A format tag first: changing
   // this serialisation changes every key.
@@ -445,12 +491,19 @@ std::string cache_key(const std::string& source, const std::string& name_express
   field(arch);
   field(std::to_string(nvrtc_version));
   return sha256_hex(text);
+  // <<< d13.1
 }
 
 // ------------------------------------------------------------------------------------------
 // Exercise 2 — the cache entry (lesson §4).
 // ------------------------------------------------------------------------------------------
 std::string encode_entry(const std::string& payload) {
+  // >>> STARTER d13.2
+  //|  // TODO(d13.2) (lesson §4): the 56-byte header of lab.h (kEntryMagic, kEntryVersion,
+  //|  // kEntryHeaderBytes, the payload's size, sha256(payload)), then the payload. put_le() writes
+  //|  // the little-endian integers.
+  //|  return "";
+  // === SOLUTION
   std::string out(kEntryMagic, 8);
   put_le(out, kEntryVersion, 4);
   put_le(out, kEntryHeaderBytes, 4);
@@ -458,9 +511,16 @@ std::string encode_entry(const std::string& payload) {
   for (const std::uint8_t b : sha256(payload)) out.push_back(static_cast<char>(b));
   out += payload;
   return out;
+  // <<< d13.2
 }
 
 std::optional<std::string> decode_entry(const std::string& bytes) {
+  // >>> STARTER d13.2
+  //|  // TODO(d13.2) (lesson §4): the payload only if the size covers the header, the magic, the
+  //|  // version and the header size match, the size field equals what follows the header exactly,
+  //|  // and the SHA-256 of what follows equals the stored one; else std::nullopt.
+  //|  return std::nullopt;
+  // === SOLUTION
   // Every check costs a comparison; skipping one lets a broken file through: a truncated file
   // fails the size, a foreign one the magic, an old format the version, a flipped bit the hash.
   if (bytes.size() < kEntryHeaderBytes) return std::nullopt;
@@ -472,12 +532,20 @@ std::optional<std::string> decode_entry(const std::string& bytes) {
   const std::array<std::uint8_t, 32> digest = sha256(payload);
   if (std::memcmp(digest.data(), bytes.data() + 24, 32) != 0) return std::nullopt;
   return payload;
+  // <<< d13.2
 }
 
 // ------------------------------------------------------------------------------------------
 // Exercise 3 — atomic writes and the disk cache (lesson §5).
 // ------------------------------------------------------------------------------------------
 void write_file_atomically(const std::string& path, const std::string& bytes) {
+  // >>> STARTER d13.3
+  //|  // TODO(d13.3) (lesson §5): open a temporary file in the same folder whose name no other
+  //|  // writer uses (path + ".tmp." + pid + a counter), write every byte (write() may write fewer),
+  //|  // fsync, close, rename it over `path`, then fsync the folder. On any failure remove the
+  //|  // temporary file and throw std::runtime_error with strerror(errno).
+  //|  throw std::logic_error("write_file_atomically: not written yet (TODO d13.3)");
+  // === SOLUTION
   // The temporary file is in the same folder (rename is atomic only within one file system)
   // and its name is unique to this process and call (two writers never share one).
   static std::atomic<unsigned> counter{0};
@@ -515,9 +583,15 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     ::fsync(dir_fd);
     ::close(dir_fd);
   }
+  // <<< d13.3
 }
 
 std::optional<std::string> DiskCache::load(const std::string& key, const std::string& ext) {
+  // >>> STARTER d13.3
+  //|  // TODO(d13.3) (lesson §5): read path_for(key, ext) whole (std::nullopt if it does not exist)
+  //|  // and decode_entry it; a broken entry is counted (corrupt_entries_) and deleted.
+  //|  return std::nullopt;
+  // === SOLUTION
   const std::string path = path_for(key, ext);
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
@@ -530,10 +604,15 @@ std::optional<std::string> DiskCache::load(const std::string& key, const std::st
     ::unlink(path.c_str());
   }
   return payload;
+  // <<< d13.3
 }
 
 void DiskCache::store(const std::string& key, const std::string& ext, const std::string& payload) {
+  // >>> STARTER d13.3
+  //|  // TODO(d13.3) (lesson §5): the encoded entry, written atomically to path_for(key, ext).
+  // === SOLUTION
   write_file_atomically(path_for(key, ext), encode_entry(payload));
+  // <<< d13.3
 }
 
 // Given.
@@ -582,6 +661,8 @@ void clear_kernel_cache() { DiskCache(default_cache_dir()).clear(); }
 // Exercise 4 — NVRTC (lesson §6).
 // ------------------------------------------------------------------------------------------
 
+// >>> STARTER d13.4
+// === SOLUTION
 // The message of a CompileError: NVRTC's log, then the generated source around every line the
 // log names ("d13_jit.cu(12): error: ..."), numbered, with the named line marked.
 std::string annotate_compile_log(const std::string& source, const std::string& log,
@@ -611,8 +692,18 @@ std::string annotate_compile_log(const std::string& source, const std::string& l
   return out.str();
 }
 
+// <<< d13.4
 Cubin compile_cubin(const std::string& source, const std::string& name_expression,
                     const std::vector<std::string>& options, const std::string& arch) {
+  // >>> STARTER d13.4
+  //|  // TODO(d13.4) (lesson §6): nvrtcCreateProgram (program name kProgramName), destroyed on every
+  //|  // way out; nvrtcAddNameExpression(name_expression); nvrtcCompileProgram with `options` and
+  //|  // "--gpu-architecture=" + arch; read the log. On failure throw CompileError(message, log),
+  //|  // the message holding the log and the source's lines around each "d13_jit.cu(LINE)" the log
+  //|  // names, numbered "LINE | text". On success: nvrtcGetLoweredName (copy it before the program
+  //|  // is destroyed) and nvrtcGetCUBINSize / nvrtcGetCUBIN. Wrap each NVRTC call in check_nvrtc.
+  //|  throw std::logic_error("compile_cubin: not written yet (TODO d13.4)");
+  // === SOLUTION
   nvrtcProgram program = nullptr;
   check_nvrtc(nvrtcCreateProgram(&program, source.c_str(), kProgramName, 0, nullptr, nullptr),
               "nvrtcCreateProgram");
@@ -653,6 +744,7 @@ Cubin compile_cubin(const std::string& source, const std::string& name_expressio
   cubin.image.resize(size);
   check_nvrtc(nvrtcGetCUBIN(program, cubin.image.data()), "nvrtcGetCUBIN");
   return cubin;
+  // <<< d13.4
 }
 
 // ------------------------------------------------------------------------------------------
@@ -696,6 +788,15 @@ void KernelCache::clear_memory() {
 }
 
 KernelCache::Entry& KernelCache::entry_for(const KernelSpec& spec) {
+  // >>> STARTER d13.5
+  //|  // TODO(d13.5) (lesson §7): memory_ first (key: the name expression and the options; the
+  //|  // source must also be equal), counting stats_.memory_hits. Else the disk under
+  //|  // cache_key(..., arch(), nvrtc_version()): the payload is lowered_name + "\n" + image
+  //|  // (stats_.disk_hits). Else compile_cubin (stats_.compiles) and store that payload, ignoring
+  //|  // a failed store. Add the disk's newly found corrupt entries to stats_.corrupt_entries, unload
+  //|  // the module of an entry you replace, and keep the new entry in memory_.
+  //|  throw std::logic_error("KernelCache: get_cubin/get_function are not written yet (TODO d13.5)");
+  // === SOLUTION
   // Memory first, by what is cheap to compare: the name expression and the options pick the
   // entry, the source must then be equal (a few kB of memcmp, no hashing on the hot path).
   std::string memory_key = spec.name_expression;
@@ -733,6 +834,7 @@ KernelCache::Entry& KernelCache::entry_for(const KernelSpec& spec) {
   std::unique_ptr<Entry>& slot = memory_[memory_key];
   slot = std::move(entry);
   return *slot;
+  // <<< d13.5
 }
 
 // Given.
@@ -841,7 +943,7 @@ KernelSpec gemm_spec(const GemmConfig& c) {
 namespace {
 
 // Given: what the tuning key names as the device.
-std::string device_description() {
+[[maybe_unused]] std::string device_description() {
   // Asked once per device: cudaGetDeviceProperties is far too slow for every launch.
   static std::map<int, std::string> known;
   int device = 0;
@@ -859,6 +961,17 @@ Tuned<Config> autotune(KernelCache& cache, const std::string& kernel, const std:
                        const std::vector<Config>& candidates,
                        const std::function<void(const Config&)>& run) {
   course::require(!candidates.empty(), "autotune: no candidate configuration for " + shape);
+  // >>> STARTER d13.8
+  //|  // TODO(d13.8) (lesson §10): a text naming the device (device_description()), the kernel, the
+  //|  // shape, NVRTC's version and every candidate (describe()) is the key of cache.tuned(); its
+  //|  // sha256_hex names the disk record. If cache.tuned() or the disk record (cache.disk().load(key,
+  //|  // "tune"), a text "config=<describe()>\n...") names a candidate: return it, from_cache = true,
+  //|  // ++stats().tuning_hits. Else time each candidate with `run`: kTuneWarmup launches, then
+  //|  // kTuneSamples launches each between two CUDA events, its median (course::bench::percentile);
+  //|  // keep the fastest, set candidates_timed and best_us, ++stats().tuning_runs, and record the
+  //|  // winner in cache.tuned() and on disk (store, ignoring a failed write).
+  //|  return Tuned<Config>{candidates.front()};
+  // === SOLUTION
   // The record's key: the device, the kernel, the shape and the candidate list (a changed list
   // is retuned), and NVRTC's version (another compiler, other winners). In memory the text itself
   // is the key (no hashing on every launch); on disk its SHA-256 names the file.
@@ -928,6 +1041,7 @@ Tuned<Config> autotune(KernelCache& cache, const std::string& kernel, const std:
   } catch (const std::exception&) {
   }
   return result;
+  // <<< d13.8
 }
 
 // Given: the widest vector (in elements, up to 8) to which every pointer is aligned.

@@ -28,7 +28,8 @@ LABS = {
 }
 
 PLANTED = {
-    "d02_tail": ("d02", "  if (i < n) y[i] = x[i];\n}", "  if (i + 1 < n) y[i] = x[i];\n}"),
+    "d02_tail": ("d02", "  if (i < n) y[i] = x[i];\n  // <<< d02.4\n}",
+                 "  if (i + 1 < n) y[i] = x[i];\n  // <<< d02.4\n}"),
     "d01_syntax": ("d01", "  if (i < n) c[i] = a[i] + b[i];", "  if (i < n) c[i] = a[i] + b[i]"),
     "d03_rename": ("d03", "void segment_sum(const float* x, float* out, std::int64_t n) {",
                    "void segment_total(const float* x, float* out, std::int64_t n) {"),

@@ -465,45 +465,76 @@ class HintsTest(unittest.TestCase):
 
 
 class ResetTest(unittest.TestCase):
-    def git(self, *args):
-        subprocess.run(["git", "-C", self.repo, *args], check=True, capture_output=True)
+    """`course reset` writes the starter the solution generates (tools/starters.py), whatever
+    the student's file or git history holds."""
+
+    SOLUTION = textwrap.dedent("""\
+        // >>> STARTER
+        //|// Day 1: your kernels.
+        // === SOLUTION
+        // Day 1: the solution.
+        // <<<
+        int add(int a, int b) {
+          // >>> STARTER d01.1
+          //|  // TODO(d01.1): add
+          //|  return 0;
+          // === SOLUTION
+          return a + b;
+          // <<< d01.1
+        }
+        """)
+    STARTER = "// Day 1: your kernels.\nint add(int a, int b) {\n  // TODO(d01.1): add\n  return 0;\n}\n"
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.repo = self.tmp.name
-        self.git("init", "-q")
-        self.git("config", "user.email", "t@example.com")
-        self.git("config", "user.name", "t")
+        for rel in ("tools/starters.py", ".clang-format"):
+            os.makedirs(os.path.dirname(os.path.join(self.repo, rel)), exist_ok=True)
+            shutil.copyfile(os.path.join(ROOT, rel), os.path.join(self.repo, rel))
+        os.makedirs(os.path.join(self.repo, "solutions", "d01_x"))
+        with open(os.path.join(self.repo, "solutions", "d01_x", "kernel.cu"), "w") as f:
+            f.write(self.SOLUTION)
         os.makedirs(os.path.join(self.repo, "labs", "d01_x"))
         self.path = os.path.join(self.repo, "labs", "d01_x", "kernel.cu")
-        self.starter = "// TODO(d01.1): add\n// TODO(d01.2): scale\n"
-        with open(self.path, "w") as f:
-            f.write(self.starter)
-        self.git("add", ".")
-        self.git("commit", "-qm", "starter")
 
     def tearDown(self):
         self.tmp.cleanup()
 
-    def test_reset_restores_the_starter_and_keeps_a_backup(self):
+    def test_reset_writes_the_generated_starter_and_keeps_a_backup(self):
         with open(self.path, "w") as f:
             f.write("// my work\n")
         backup, origin = starter.reset(self.repo, "labs/d01_x/kernel.cu", "d01")
-        self.assertEqual(read(self.path), self.starter)
+        self.assertEqual(read(self.path), self.STARTER)
         self.assertEqual(read(backup), "// my work\n")
-        self.assertIn("git commit", origin)
+        self.assertIn("generated from solutions/d01_x/kernel.cu", origin)
+        self.assertEqual(starter.reset(self.repo, "labs/d01_x/kernel.cu", "d01")[0], "")
 
-    def test_committed_work_is_not_mistaken_for_the_starter(self):
-        with open(self.path, "w") as f:
-            f.write("// done 1\n// TODO(d01.2): scale\n")
-        self.git("commit", "-qam", "my work")
-        starter.reset(self.repo, "labs/d01_x/kernel.cu", "d01")
-        self.assertEqual(read(self.path), self.starter)
+    def test_no_solution_is_a_clear_error(self):
+        os.remove(os.path.join(self.repo, "solutions", "d01_x", "kernel.cu"))
+        with self.assertRaisesRegex(starter.ResetError, "is missing from this checkout"):
+            starter.find_starter(self.repo, "labs/d01_x/kernel.cu", "d01")
 
-    def test_not_a_git_checkout_is_a_clear_error(self):
-        with tempfile.TemporaryDirectory() as d:
-            with self.assertRaisesRegex(starter.ResetError, "not a git checkout"):
-                starter.find_starter(d, "labs/d01_x/kernel.cu", "d01")
+
+class StartersTest(unittest.TestCase):
+    """tools/starters.py: the markers, and the course's starters are what their solutions
+    generate."""
+
+    def test_markers_make_the_starter_and_say_where_they_are_wrong(self):
+        sys.path.insert(0, os.path.join(ROOT, "tools"))
+        import starters  # noqa: PLC0415
+        self.assertEqual(starters.generate(ResetTest.SOLUTION), ResetTest.STARTER)
+        self.assertNotIn("//|", starters.strip(ResetTest.SOLUTION))
+        for broken, words in (("// >>> STARTER\n//|x\n", "not closed"),
+                              ("// >>> STARTER d01.1\n// === SOLUTION\n// <<< d01.2\n",
+                               "closes 'd01.2'"),
+                              ("//|x\n", "outside a STARTER region"),
+                              ("// >>> STARTER\nint x;\n", "not `//|...`")):
+            with self.assertRaisesRegex(starters.MarkerError, words):
+                starters.generate(broken)
+        made = starters.mark("a\nb\nc\n", "a\n// TODO(d09.2): b\nc\n", "d09")
+        self.assertIn("// >>> STARTER d09.2", made)
+        self.assertEqual(starters.generate(made), "a\n// TODO(d09.2): b\nc\n")
+        self.assertEqual(starters.strip(made), "a\nb\nc\n")
 
 
 class CommandLineTest(unittest.TestCase):

@@ -1,58 +1,39 @@
 """`course reset <day>`: put the untouched starter back, keeping the student's file as a backup.
 
-The starter is the course's own version of labs/<lab>/kernel.cu, taken from git: the branch the
-checkout tracks (or origin's), else the newest commit of the file's history that still holds
-every TODO(dNN...) block the file ever had (a student who commits work removes some)."""
+The starter is generated from the solution (tools/starters.py: solutions/<lab>/kernel.cu holds
+what the student's file has instead of each solved region), so it is the course's own version
+whatever the student committed."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 import shutil
-import subprocess
-from typing import List, Optional, Tuple
+import sys
+from pathlib import Path
+from typing import Optional, Tuple
 
 
 class ResetError(Exception):
     pass
 
 
-def _git(source_dir: str, *args: str) -> Optional[str]:
-    try:
-        p = subprocess.run(["git", "-C", source_dir, *args], capture_output=True, text=True,
-                           errors="replace")
-    except OSError:
-        return None
-    return p.stdout if p.returncode == 0 else None
-
-
-def todo_ids(text: str, day: str) -> set:
-    return set(re.findall(rf"TODO\({re.escape(day)}\.([0-9a-z]+)\)", text))
-
-
 def find_starter(source_dir: str, rel_path: str, day: str) -> Tuple[str, str]:
     """(the starter's text, where it came from)."""
-    if _git(source_dir, "rev-parse", "--git-dir") is None:
-        raise ResetError(f"{source_dir} is not a git checkout, so the starter cannot be "
-                         "recovered; download the course again and copy "
-                         f"{rel_path} from it")
-    for ref in ("@{upstream}", "origin/HEAD", "origin/main"):
-        text = _git(source_dir, "show", f"{ref}:{rel_path}")
-        if text is not None and todo_ids(text, day):
-            return text, f"git {ref}"
-    commits = (_git(source_dir, "log", "--format=%H", "--", rel_path) or "").split()
-    versions: List[Tuple[str, str, set]] = []
-    for c in commits:
-        text = _git(source_dir, "show", f"{c}:{rel_path}")
-        if text is not None:
-            versions.append((c, text, todo_ids(text, day)))
-    everything = set().union(*(ids for _, _, ids in versions)) if versions else set()
-    for c, text, ids in versions:  # newest first
-        if everything and ids == everything:
-            return text, f"git commit {c[:10]}"
-    raise ResetError(f"no version of {rel_path} in this checkout's history holds the starter's "
-                     f"TODO({day}...) blocks")
+    sys.path.insert(0, os.path.join(source_dir, "tools"))
+    try:
+        import starters  # noqa: PLC0415 (tools/starters.py, the generator)
+    finally:
+        sys.path.pop(0)
+    lab = Path(rel_path).parent.name
+    solution = os.path.join("solutions", lab, "kernel.cu")
+    if not os.path.exists(os.path.join(source_dir, solution)):
+        raise ResetError(f"{solution} is missing from this checkout, and the starter is made from "
+                         "it: download the course again")
+    try:
+        return starters.starter_of(Path(source_dir), lab), f"generated from {solution}"
+    except starters.MarkerError as e:
+        raise ResetError(f"the starter cannot be made from {solution}: {e}") from e
 
 
 def reset(source_dir: str, rel_path: str, day: str, now: Optional[_dt.datetime] = None
