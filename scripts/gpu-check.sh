@@ -16,6 +16,9 @@
 #                    graded with and without the object check; every one must be caught
 #   --days           only these days (default: every lab in the build)
 #   --out            where logs, JUnit XML and benchmark JSON go (default: build/gpu-check)
+#   --publish DIR    after the summary, copy what the lessons cite into DIR (results/h100 for
+#                    an H100): each day's bench-dNN-solution.{json,log} and sanitizer logs into
+#                    DIR/dNN/, the table, gpu.txt and the sanitizers' summary into DIR/suite/
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
 # Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
 #              BENCH_ROWS=grade (each day's GRADE_BENCHMARKS rows where no filter is given),
@@ -29,15 +32,16 @@
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-steps="build tests check bench"; days=""; out=build/gpu-check
+steps="build tests check bench"; days=""; out=build/gpu-check; publish=""
 preset=${COURSE_PRESET:-default}
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift ;;
     --days) days="$2"; shift ;;
     --out) out="$2"; shift ;;
+    --publish) publish="$2"; shift ;;
     --sanitize) steps="$steps sanitize" ;;  # the old spelling
-    *) echo "usage: $0 [--steps \"build tests bench sanitize\"] [--days \"d01 d02\"] [--out DIR]" >&2
+    *) echo "usage: $0 [--steps \"build tests bench sanitize\"] [--days \"d01 d02\"] [--out DIR] [--publish DIR]" >&2
        exit 2 ;;
   esac
   shift
@@ -270,4 +274,20 @@ if want sanitize; then
 fi
 
 log "summary"
-python3 tools/gpu_report.py --dir "$out" --days $days
+python3 tools/gpu_report.py --dir "$out" --days $days | tee "$out/summary.txt"
+verdict=${PIPESTATUS[0]}
+if [ -n "$publish" ]; then
+  # The current measurement folder: one per card, replaced file by file (git keeps the old).
+  log "publishing into $publish"
+  mkdir -p "$publish/suite"
+  for f in summary.txt gpu.txt sanitize-summary.txt; do
+    [ -f "$out/$f" ] && cp "$out/$f" "$publish/suite/$f"
+  done
+  for day in $days; do
+    for f in "$out/bench-$day-solution.json" "$out/bench-$day-solution.log" \
+             "$out"/sanitize-"$day"-*.log; do
+      [ -f "$f" ] && mkdir -p "$publish/$day" && cp "$f" "$publish/$day/"
+    done
+  done
+fi
+exit "$verdict"

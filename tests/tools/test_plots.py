@@ -1,7 +1,7 @@
 """Tests of the plots (tools/plots/course_plots.py and its package tools/plots/courseplots/).
 
 Each command runs on small synthetic inputs written here and on the real measurements in
-docs/measurements/h100/; bad input must give exit 2 and a message, never a traceback; and the
+results/h100/; bad input must give exit 2 and a message, never a traceback; and the
 committed lessons/figures/ must be what `course_plots.py lessons` draws today.
 
 That last check is exact (the SVG bytes) when the installed matplotlib is the version that drew
@@ -30,8 +30,9 @@ import xml.etree.ElementTree as ET
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLOTS = os.path.join(ROOT, "tools", "plots")
 SCRIPT = os.path.join(PLOTS, "course_plots.py")
-MEASUREMENTS = os.path.join(ROOT, "docs", "measurements", "h100")
+MEASUREMENTS = os.path.join(ROOT, "results", "h100")
 FIGURES = os.path.join(ROOT, "lessons", "figures")
+DIAGRAMS = os.path.join(ROOT, "lessons", "diagrams")
 LESSONS = os.path.join(ROOT, "lessons")
 sys.path.insert(0, PLOTS)
 
@@ -360,7 +361,7 @@ class RooflineTest(PlotTestCase):
                       svg_titles(os.path.join(self.out, "roofline.svg")))
 
     def test_real_measurements(self):
-        paths = [os.path.join(MEASUREMENTS, f"bench-{d}-solution.json") for d in DAYS]
+        paths = [os.path.join(MEASUREMENTS, d, f"bench-{d}-solution.json") for d in DAYS]
         rc, out, err = run_cli("roofline", "--bench", *paths, "--out", self.out)
         self.assertEqual(rc, 0, err)
         self.assertWrote(out, ["roofline"])
@@ -415,7 +416,7 @@ class SweepTest(PlotTestCase):
             with self.subTest(day=d):
                 out = os.path.join(self.out, d)
                 rc, stdout, err = run_cli("sweep", "--bench", os.path.join(
-                    MEASUREMENTS, f"bench-{d}-solution.json"), "--out", out)
+                    MEASUREMENTS, d, f"bench-{d}-solution.json"), "--out", out)
                 self.assertEqual(rc, 0, err)
                 paths = stdout.split()
                 self.assertTrue(paths)
@@ -541,7 +542,7 @@ class BadInputTest(PlotTestCase):
         self.assertFalse(os.path.exists(self.out))
 
     def test_bad_arguments(self):
-        path = os.path.join(MEASUREMENTS, "bench-d01-solution.json")
+        path = os.path.join(MEASUREMENTS, "d01", "bench-d01-solution.json")
         for value in ("-3", "0", "x", "inf"):
             rc, _, err = run_cli("roofline", "--bench", path, "--out", self.out,
                                  "--peak-tflops", value)
@@ -556,7 +557,7 @@ class BadInputTest(PlotTestCase):
         """Exit 3 and the line to install it; a bad input is still found first (exit 2)."""
         hide = ("import runpy, sys; sys.modules['matplotlib'] = None; "
                 "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
-        good = os.path.join(MEASUREMENTS, "bench-d01-solution.json")
+        good = os.path.join(MEASUREMENTS, "d01", "bench-d01-solution.json")
         for args, rc_expected, words in (
                 (["roofline", "--bench", good, "--out", self.out], 3,
                  "pip install -r tools/plots/requirements.txt"),
@@ -701,6 +702,80 @@ class LessonFiguresTest(unittest.TestCase):
                     cited.add(stem)
         on_disk = {os.path.splitext(n)[0] for n in os.listdir(FIGURES)}
         self.assertEqual(on_disk, cited, "a figure in lessons/figures/ that no lesson cites")
+
+
+# ------------------------------------------------------------------------------ the diagrams
+
+
+@needs_matplotlib
+class DiagramsTest(unittest.TestCase):
+    """The concept diagrams: drawn by code, cited by their lesson, committed as drawn."""
+
+    @classmethod
+    def setUpClass(cls):
+        from courseplots import diagrams
+        cls.stems = diagrams.stems()
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls.fresh = os.path.join(cls._tmp.name, "diagrams")
+        cls.rc, cls.stdout, cls.stderr = run_cli("diagrams", "--out", cls.fresh)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def committed(self):
+        return sorted(os.listdir(DIAGRAMS)) if os.path.isdir(DIAGRAMS) else []
+
+    def test_the_command_draws_every_registered_diagram(self):
+        self.assertEqual(self.rc, 0, self.stderr)
+        printed = sorted(os.path.basename(p) for p in self.stdout.split())
+        self.assertEqual(printed, sorted(f"{s}.{e}" for s in self.stems for e in ("png", "svg")))
+        for s in self.stems:
+            path = os.path.join(self.fresh, s)
+            with open(path + ".png", "rb") as f:
+                self.assertEqual(f.read(8), PNG_SIGNATURE)
+            self.assertEqual(ET.parse(path + ".svg").getroot().tag, SVG_NS + "svg")
+            self.assertTrue(svg_titles(path + ".svg"), f"{s}.svg has no marked title")
+
+    def test_the_committed_diagrams_are_up_to_date(self):
+        self.assertEqual(self.rc, 0, self.stderr)
+        drawn = sorted(os.listdir(self.fresh)) if os.path.isdir(self.fresh) else []
+        self.assertEqual(self.committed(), drawn,
+                         "lessons/diagrams/ is not what `course_plots.py diagrams` draws: run "
+                         "it and commit lessons/diagrams/")
+        for name in self.committed():
+            a, b = os.path.join(DIAGRAMS, name), os.path.join(self.fresh, name)
+            with self.subTest(diagram=name):
+                if name.endswith(".svg"):
+                    self.assertEqual(svg_texts(a), svg_texts(b),
+                                     f"the text of {name} changed: run `python3 "
+                                     "tools/plots/course_plots.py diagrams` and commit "
+                                     "lessons/diagrams/")
+                else:
+                    for x, y in zip(png_size(a), png_size(b)):
+                        self.assertLessEqual(abs(x - y), 1, f"{name}: {png_size(a)} committed, "
+                                             f"{png_size(b)} drawn now")
+
+    def test_each_diagram_is_cited_by_its_lesson_and_each_citation_exists(self):
+        cited = {}
+        for lesson in sorted(os.listdir(LESSONS)):
+            if not re.match(r"^d\d\d_.*\.md$", lesson):
+                continue
+            with open(os.path.join(LESSONS, lesson), encoding="utf-8") as f:
+                for stem in re.findall(r"\]\(diagrams/([a-z0-9_]+)\.svg\)", f.read()):
+                    cited.setdefault(stem, set()).add(lesson[:3])
+        for stem in self.stems:
+            with self.subTest(diagram=stem):
+                self.assertIn(stem[:3], cited.get(stem, set()),
+                              f"{stem} is drawn but its day's lesson does not show it "
+                              f"(![...](diagrams/{stem}.svg))")
+        unknown = sorted(set(cited) - set(self.stems))
+        self.assertEqual(unknown, [], "lessons cite diagrams that nothing draws")
+
+    def test_a_bad_name_is_a_usage_error(self):
+        rc, _, err = run_cli("diagrams", "--out", self._tmp.name, "--only", "d99_nothing")
+        self.assertEqual(rc, 2)
+        self.assertIn("no such diagram", err)
 
 
 if __name__ == "__main__":

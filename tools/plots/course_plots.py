@@ -5,7 +5,8 @@
   sweep        per benchmark family, GB/s against the argument that varies
   leaderboard  the boards of `course leaderboard`'s leaderboard.json, as bars
   distribution a class's points per exercise and day, from `course grade`'s gradebook.json
-  lessons      the lessons' figures (lessons/figures/) from docs/measurements/h100/
+  lessons      the lessons' figures (lessons/figures/) from results/h100/
+  diagrams     the lessons' concept diagrams (lessons/diagrams/), drawn by code
 
 Usage: python3 tools/plots/course_plots.py <command> --help
 Needs matplotlib: python3 -m pip install -r tools/plots/requirements.txt
@@ -32,8 +33,9 @@ if HERE not in sys.path:
 from courseplots import data as D  # noqa: E402  (no matplotlib in there)
 
 EXIT_OK, EXIT_USAGE, EXIT_NO_MATPLOTLIB = 0, 2, 3
-DEFAULT_MEASUREMENTS = os.path.join(ROOT, "docs", "measurements", "h100")
+DEFAULT_MEASUREMENTS = os.path.join(ROOT, "results", "h100")
 DEFAULT_LESSON_FIGURES = os.path.join(ROOT, "lessons", "figures")
+DEFAULT_DIAGRAMS = os.path.join(ROOT, "lessons", "diagrams")
 
 
 def _positive(text: str) -> float:
@@ -120,9 +122,17 @@ def parser() -> argparse.ArgumentParser:
     ls.add_argument("--measurements", default=DEFAULT_MEASUREMENTS, metavar="DIR",
                     help="the measurements folder: bench-d01-solution.json .. "
                     "bench-d06-solution.json, and the later days' runs at the paths "
-                    "courseplots.lessons.SOURCES gives (default: docs/measurements/h100)")
+                    "courseplots.lessons.SOURCES gives (default: results/h100)")
     ls.add_argument("--out", default=DEFAULT_LESSON_FIGURES, metavar="DIR",
                     help="folder for the figures (default: lessons/figures)")
+
+    dg = sub.add_parser("diagrams", help="regenerate lessons/diagrams (concept diagrams)",
+                        description="The lessons' concept diagrams, drawn by the functions "
+                        "registered in courseplots/diagrams/dNN.py (no measurements).")
+    dg.add_argument("--out", default=DEFAULT_DIAGRAMS, metavar="DIR",
+                    help="folder for the diagrams (default: lessons/diagrams)")
+    dg.add_argument("--only", nargs="+", metavar="STEM",
+                    help="draw only these diagrams (e.g. d04_bank_grid)")
     return p
 
 
@@ -153,6 +163,9 @@ def run(args: argparse.Namespace) -> List[str]:
     elif args.command == "distribution":
         days = D.load_gradebook(args.gradebook)
     figures, lessons = _import_plots()
+    if args.command == "diagrams":
+        from courseplots import diagrams
+        return diagrams.draw_diagrams(args.out, args.only)
     if args.command == "roofline":
         kw = {}
         if args.peak_tflops is not None:

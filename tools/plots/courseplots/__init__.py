@@ -3,5 +3,5 @@
 data     the inputs (benchmark JSON, leaderboard.json, gradebook.json), standard library only
 style    matplotlib's setup: the Agg backend, the style, reproducible PNG + SVG
 figures  roofline, sweep, leaderboard, distribution
-lessons  the lessons' figures from docs/measurements/h100
+lessons  the lessons' figures from results/h100
 """

@@ -4,10 +4,9 @@ Each figure draws what a lesson's "Measured on the H100" section tabulates, from
 bench-dNN-solution.json the tables were copied from, row by row by benchmark name (a missing
 row is an InputError, not a gap in a figure). Numbers that are not measurements (a model, a
 target, a peak computed from the clock) are drawn dashed or dotted and say where they come from.
-Days 1-6 read docs/measurements/h100/bench-dNN-solution.json; a later day reads the file of the
-run it was measured in (SOURCES: Day 10's benchmark JSON, from step6/final2/; Day 14's layer.json
-from python/bench_layer.py, and the layer's trace beside it, in docs/measurements/h100/2026-11-25/
-d14-refresh/).
+Each day reads its own folder of the current measurements, results/h100/dNN/ (SOURCES): the
+benchmark's JSON; Day 14's layer.json from python/bench_layer.py, and the layer's trace beside
+it.
 
     python3 tools/plots/course_plots.py lessons [--measurements DIR] [--out DIR]
 """
@@ -34,15 +33,14 @@ TARGET_COLOR = "#2E7D32"
 KEY_EDGE = "black"
 
 
-# Each day's benchmark file, relative to the measurements folder (docs/measurements/h100).
-SOURCES: Dict[str, str] = {day: f"bench-{day}-solution.json" for day in DAYS}
-SOURCES["d10"] = "2026-11-25/step6/final2/bench-d10-solution.json"
-SOURCES["d14"] = "2026-11-25/d14-refresh/layer.json"  # not a benchmark file: drawn by day14()
-D14_TRACE = "2026-11-25/d14-refresh/d14_layer_trace.json"  # the layer's stages, the next call
+# Each day's benchmark file, relative to the measurements folder (results/h100).
+SOURCES: Dict[str, str] = {day: f"{day}/bench-{day}-solution.json" for day in DAYS + LATER_DAYS}
+SOURCES["d14"] = "d14/layer.json"  # not a benchmark file: drawn by day14()
+D14_TRACE = "d14/d14_layer_trace.json"  # the layer's stages, the next call
 
 
 def source_path(day: str) -> str:
-    return f"docs/measurements/h100/{SOURCES[day]}"
+    return f"results/h100/{SOURCES[day]}"
 
 
 def _source_note(fig, bench: BenchFile, day: str, extra: str = "") -> None:
@@ -156,7 +154,7 @@ def day1(b: BenchFile, out: str) -> List[str]:
 def roofline_all(files: Sequence[BenchFile], out: str) -> List[str]:
     return F.plot_roofline(files, out, stem="d01_roofline_all_days",
                            title=f"Roofline, {files[0].gpu}: every benchmark row of Days 1-6 "
-                                 "(docs/measurements/h100)")
+                                 "(results/h100)")
 
 
 # ------------------------------------------------------------------------------- Day 2
@@ -711,5 +709,5 @@ def day14(measurements: str, out: str) -> List[str]:
                                   note=f"Measured: {source_path('d14')} (python/bench_layer.py)")
     paths += F.plot_trace_timeline(
         trace, out, "d14_trace_timeline", title="Day 14 layer, batch 4 x 512",
-        note=f"Measured: docs/measurements/h100/{D14_TRACE}, {layer.get('device', '')}")
+        note=f"Measured: results/h100/{D14_TRACE}, {layer.get('device', '')}")
     return paths
