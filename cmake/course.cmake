@@ -1,21 +1,20 @@
 # course_add_lab(): the one call that declares a day's lab.
 #
 #   course_add_lab(d02_coalescing
-#     TITLE     "Coalescing and 16-byte vectorized access"
-#     EXERCISES CoalescedCopy VectorType VectorizedCopy GeluVectorized ...   # test suites, in order
 #     [PROGRAMS device_query.cu ...]   # small programs built against both variants
 #     [CUDA_FLAGS ...]                 # extra nvcc flags for kernel.cu (both variants)
-#     [SERIAL_SUITES Timing ...]       # suites whose tests must have the GPU to themselves
-#     [HOST_SUITES VectorType ...]     # suites that check the student's code on the host only
-#     [SANITIZERS memcheck racecheck]  # compute-sanitizer tools graded on this day (shared memory)
-#     [GRADE_BENCHMARKS regex]         # the benchmark rows a grader times (Google Benchmark
-#                                      # filter; default: every row)
 #     [BASELINE_SOURCES cub_baseline.cu ...]  # vendor baselines (CUB, cuBLAS) the benchmark
 #                                      # times too: their own library, benchmarks only
 #     [BASELINE_LIBRARIES CUDA::cublas ...]   # what those baselines link
-#     [KERNEL_LIBRARIES CUDA::nvrtc ...]      # what both kernel.cu need beyond the harness
+#     [KERNEL_LIBRARIES CUDA::nvrtc ...])     # what both kernel.cu need beyond the harness
 #                                      # (Day 13: NVRTC; Day 14: the earlier days' solutions)
-#     [TIMEOUT seconds])               # one test's time limit (default COURSE_TEST_TIMEOUT)
+#
+# Everything else about the lab is in its manifest, labs/<name>/lab.json, the one place an
+# exercise is described (docs/adding-a-lab.md; tools/course/labspec.py reads and checks it):
+# the title, the exercises in order (id dNN.k, title, lesson sections, the test suites that grade
+# it with their points, the benchmark rows a grader times), the suites that run on the host
+# (host_suites) or alone on the GPU (serial_suites), the compute-sanitizer tools graded
+# (sanitizers) and one test's time limit (timeout, default COURSE_TEST_TIMEOUT).
 #
 # For lab <name> = dNN_topic it builds, from labs/<name>/ and solutions/<name>/:
 #   dNN_lab_kernel / dNN_solution_kernel      the two kernel.cu (the student's / the reference)
@@ -65,21 +64,89 @@ function(course_json_array out_var)
   set(${out_var} "[${items}]" PARENT_SCOPE)
 endfunction()
 
+# The strings of the JSON array at `path...` of `spec` as a CMake list (empty when absent).
+function(course_spec_list out_var spec)
+  set(items "")
+  string(JSON n ERROR_VARIABLE missing LENGTH "${spec}" ${ARGN})
+  if(NOT missing AND n GREATER 0)
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON item GET "${spec}" ${ARGN} ${i})
+      list(APPEND items "${item}")
+    endforeach()
+  endif()
+  set(${out_var} "${items}" PARENT_SCOPE)
+endfunction()
+
+# Reads labs/<name>/lab.json into LAB_TITLE, LAB_TIMEOUT, LAB_SANITIZERS, LAB_EXERCISES (the
+# graded suites, in order), LAB_POINTS_JSON ({"suite": points, ...}), LAB_GRADE_BENCHMARKS (one
+# Google Benchmark filter for every exercise's rows), LAB_HOST_SUITES and LAB_SERIAL_SUITES, in
+# the caller's scope. The course tool checks the rest (tools/course/labspec.py; ctest tools.labs).
+macro(course_read_lab_spec name spec_file)
+  if(NOT EXISTS ${spec_file})
+    message(FATAL_ERROR "course_add_lab(${name}): ${spec_file} is missing (docs/adding-a-lab.md)")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${spec_file})
+  file(READ ${spec_file} lab_spec)
+  string(JSON LAB_TITLE ERROR_VARIABLE lab_spec_error GET "${lab_spec}" title)
+  if(lab_spec_error)
+    message(FATAL_ERROR "course_add_lab(${name}): ${spec_file}: ${lab_spec_error}")
+  endif()
+  string(JSON LAB_TIMEOUT ERROR_VARIABLE lab_no_timeout GET "${lab_spec}" timeout)
+  if(lab_no_timeout)
+    set(LAB_TIMEOUT ${COURSE_TEST_TIMEOUT})
+  endif()
+  course_spec_list(LAB_SANITIZERS "${lab_spec}" sanitizers)
+  course_spec_list(LAB_HOST_SUITES "${lab_spec}" host_suites)
+  course_spec_list(LAB_SERIAL_SUITES "${lab_spec}" serial_suites)
+  set(LAB_EXERCISES "")
+  set(LAB_POINTS_JSON "")
+  set(lab_rows "")
+  string(JSON lab_exercise_count LENGTH "${lab_spec}" exercises)
+  math(EXPR lab_last_exercise "${lab_exercise_count} - 1")
+  foreach(lab_i RANGE ${lab_last_exercise})
+    string(JSON lab_suite_count LENGTH "${lab_spec}" exercises ${lab_i} suites)
+    math(EXPR lab_last_suite "${lab_suite_count} - 1")
+    foreach(lab_j RANGE ${lab_last_suite})
+      string(JSON lab_suite GET "${lab_spec}" exercises ${lab_i} suites ${lab_j} name)
+      string(JSON lab_points GET "${lab_spec}" exercises ${lab_i} suites ${lab_j} points)
+      list(APPEND LAB_EXERCISES ${lab_suite})
+      list(APPEND LAB_POINTS_JSON "\"${lab_suite}\": ${lab_points}")
+    endforeach()
+    course_spec_list(lab_exercise_rows "${lab_spec}" exercises ${lab_i} benchmarks)
+    foreach(lab_row IN LISTS lab_exercise_rows)
+      if(lab_rows)
+        string(APPEND lab_rows "|")
+      endif()
+      string(APPEND lab_rows "${lab_row}")
+    endforeach()
+  endforeach()
+  list(JOIN LAB_POINTS_JSON ", " LAB_POINTS_JSON)
+  set(LAB_POINTS_JSON "{${LAB_POINTS_JSON}}")
+  set(LAB_GRADE_BENCHMARKS "")
+  if(lab_rows)
+    set(LAB_GRADE_BENCHMARKS "^BM_(${lab_rows})/")
+  endif()
+endmacro()
+
 function(course_add_lab name)
-  cmake_parse_arguments(LAB "" "TITLE;TIMEOUT;GRADE_BENCHMARKS"
-                        "EXERCISES;PROGRAMS;CUDA_FLAGS;SERIAL_SUITES;HOST_SUITES;SANITIZERS;BASELINE_SOURCES;BASELINE_LIBRARIES;KERNEL_LIBRARIES"
+  cmake_parse_arguments(LAB "" ""
+                        "PROGRAMS;CUDA_FLAGS;BASELINE_SOURCES;BASELINE_LIBRARIES;KERNEL_LIBRARIES"
                         ${ARGN})
+  if(LAB_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "course_add_lab(${name}): unknown arguments ${LAB_UNPARSED_ARGUMENTS} "
+            "(the title, exercises, suites, sanitizers, timeout and graded benchmarks are in "
+            "labs/${name}/lab.json)")
+  endif()
   string(REGEX MATCH "^d[0-9][0-9]" day "${name}")
   if(NOT day)
     message(FATAL_ERROR "course_add_lab: '${name}' must start with dNN_")
   endif()
-  if(NOT LAB_EXERCISES)
-    message(FATAL_ERROR "course_add_lab(${name}): EXERCISES (the test suites, in order) is empty")
-  endif()
-  if(NOT LAB_TIMEOUT)
-    set(LAB_TIMEOUT ${COURSE_TEST_TIMEOUT})
-  endif()
   set(lab_dir ${PROJECT_SOURCE_DIR}/labs/${name})
+  course_read_lab_spec(${name} ${lab_dir}/lab.json)
+  if(NOT LAB_EXERCISES)
+    message(FATAL_ERROR "course_add_lab(${name}): lab.json has no exercise")
+  endif()
   set(solution_dir ${PROJECT_SOURCE_DIR}/solutions/${name})
   set(lab_source ${lab_dir}/kernel.cu)
 
@@ -187,9 +254,10 @@ function(course_add_lab name)
   course_json_array(sanitizers_json ${LAB_SANITIZERS})
   course_json_array(hidden_json ${hidden})
   course_json_string(grade_bench_json "${LAB_GRADE_BENCHMARKS}")
+  course_json_string(spec_json "${lab_dir}/lab.json")
   set_property(GLOBAL APPEND PROPERTY COURSE_LABS ${day})
   set_property(GLOBAL PROPERTY COURSE_LAB_${day}_JSON
-    "\"day\": \"${day}\", \"name\": \"${name}\", \"title\": ${title_json}, \"exercises\": ${exercises_json}, \"host_suites\": ${host_json}, \"serial_suites\": ${serial_json}, \"sanitizers\": ${sanitizers_json}, \"grade_benchmarks\": ${grade_bench_json}, \"hidden_tests\": ${hidden_json}, \"timeout\": ${LAB_TIMEOUT}, \"lab\": ${lab_json}, \"solution\": ${solution_json}")
+    "\"day\": \"${day}\", \"name\": \"${name}\", \"title\": ${title_json}, \"spec\": ${spec_json}, \"exercises\": ${exercises_json}, \"points\": ${LAB_POINTS_JSON}, \"host_suites\": ${host_json}, \"serial_suites\": ${serial_json}, \"sanitizers\": ${sanitizers_json}, \"grade_benchmarks\": ${grade_bench_json}, \"hidden_tests\": ${hidden_json}, \"timeout\": ${LAB_TIMEOUT}, \"lab\": ${lab_json}, \"solution\": ${solution_json}")
 endfunction()
 
 # The ctest tests of one test program: a script that ctest includes when it starts lists the

@@ -21,7 +21,7 @@
 #                    DIR/dNN/, the table, gpu.txt and the sanitizers' summary into DIR/suite/
 # The table is printed from whatever the out folder holds, so steps can run in separate calls.
 # Environment: BENCH_FILTER_dNN (a Google Benchmark filter for that day's rows; default all),
-#              BENCH_ROWS=grade (each day's GRADE_BENCHMARKS rows where no filter is given),
+#              BENCH_ROWS=grade (each day's graded rows, lab.json's, where no filter is given),
 #              MUTANTS (the mutants step's bugs: correctness (default), performance, all, or ids),
 #              MUTANT_TEST_SECONDS, MUTANT_SANITIZE_SECONDS (the mutants step's time limits
 #              per test, default 20, and per sanitizer run, default 300: a planted hang costs
@@ -155,7 +155,7 @@ if want bench; then
     log "benchmark: $day solution"
     filter_var="BENCH_FILTER_$day"  # e.g. BENCH_FILTER_d04='<float>' runs only those rows
     filter=${!filter_var:-.}
-    # BENCH_ROWS=grade: the rows a grader times (GRADE_BENCHMARKS; the headline is among them)
+    # BENCH_ROWS=grade: the rows a grader times (lab.json's; the headline is among them)
     [ "${BENCH_ROWS:-}" = grade ] && [ -z "${!filter_var:-}" ] &&
       filter=$(manifest_field 'lab["grade_benchmarks"] or "."' "$day")
     timeout 300 "$exe" --benchmark_filter="$filter" --benchmark_format=console \
@@ -247,7 +247,7 @@ fi
 
 if want sanitize; then
   # The graded compute-sanitizer runs (`course _sanitize`, the same as ctest's dNN.lab.memcheck
-  # and the grader's): the day's tools (course_add_lab's SANITIZERS) over every GPU case of the
+  # and the grader's): the day's tools (lab.json's sanitizers) over every GPU case of the
   # SOLUTION, which must be clean for a student's run to mean anything. The
   # large-index suites stay out (2^31 elements under a ~100x slowdown).
   rm -f "$out/sanitize-summary.txt"

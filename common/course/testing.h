@@ -58,11 +58,11 @@ inline void report_measured(const std::string& key, const std::string& line) {
   ::testing::Test::RecordProperty(key, line);
 }
 
-// Grading: how many points an exercise is worth, declared next to its tests so that the tests
-// stay the one source of truth (`COURSE_POINTS(VectorAdd, 10);` at namespace scope of the test
-// file). The grader asks the test program (`<tests> --course_points` prints them as JSON) and
-// gives an exercise its points in proportion to the share of its test cases that passed.
-// Hidden tests of an instructor may declare points for exercises of their own.
+// Grading: an exercise's points are in its lab's manifest (labs/<lab>/lab.json). An instructor's
+// hidden tests may grade exercises of their own and declare their points next to them
+// (`COURSE_POINTS(MyExtraCheck, 10);` at namespace scope of the hidden test file); the grader asks
+// the test program (`<tests> --course_points` prints them as JSON) for exercises that lab.json
+// does not name.
 int register_points(const char* exercise, double points);
 
 class GpuTest : public ::testing::Test {

@@ -66,7 +66,6 @@ const std::int64_t kSizes[] = {1, 31, 32, 33, 255, 257, (1 << 20) + 3};
 constexpr std::int64_t kLargeN = course::kLargeCount;
 
 // ---------------------------------------------------------------- Exercise 1: vector add
-COURSE_POINTS(VectorAdd, 15);
 
 class VectorAdd : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
 
@@ -163,7 +162,6 @@ TEST_F(VectorAddLargeIndex, AddsElementsPastTwoToThe31) {
 }
 
 // ---------------------------------------------------------------- Exercise 2: SAXPY
-COURSE_POINTS(Saxpy, 20);
 
 struct SaxpyCase {
   std::int64_t n;
@@ -307,7 +305,6 @@ TEST_F(SaxpyLargeIndex, UpdatesElementsPastTwoToThe31WithTheLaunchersGrid) {
 }
 
 // ---------------------------------------------------------------- Exercise 3: device query
-COURSE_POINTS(DeviceQuery, 5);
 
 class DeviceQuery : public course::GpuTest {};
 
@@ -333,7 +330,6 @@ TEST_F(DeviceQuery, AgreesWithTheDriver) {
 }
 
 // ---------------------------------------------------------------- Exercise 4: timing
-COURSE_POINTS(Timing, 20);
 
 // The work: one kernel that spins for kSpinUs microseconds of GPU time.
 constexpr double kSpinUs = 2000.0;

@@ -295,7 +295,6 @@ void expect_limits(const Elementwise<T>& op) {
 }
 
 // ---------------------------------------------------------------- Exercise 1: coalesced copy
-COURSE_POINTS(CoalescedCopy, 10);
 
 class CoalescedCopy : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 
@@ -323,7 +322,6 @@ INSTANTIATE_TEST_SUITE_P(DTypes, CoalescedCopy, ::testing::ValuesIn(kAllElementT
 // ---------------------------------------------------------------- Exercise 2: strided copy
 // The tests check that every element is copied, not how: the benchmark (BM_copy_1_strided)
 // shows what the access pattern costs.
-COURSE_POINTS(StridedCopy, 10);
 
 class StridedCopy : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 
@@ -362,7 +360,6 @@ INSTANTIATE_TEST_SUITE_P(DTypes, StridedCopy, ::testing::ValuesIn(kAllElementTyp
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 3: the vector type
-COURSE_POINTS(VectorType, 5);
 
 class VectorType : public ::testing::TestWithParam<DType> {};
 
@@ -443,7 +440,6 @@ INSTANTIATE_TEST_SUITE_P(DTypes, VectorTypeOnGpu, ::testing::ValuesIn(kAllElemen
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 4: vectorized copy
-COURSE_POINTS(VectorizedCopy, 15);
 
 class VectorizedCopy : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 
@@ -510,7 +506,6 @@ INSTANTIATE_TEST_SUITE_P(DTypes, VectorizedCopy, ::testing::ValuesIn(kAllElement
                          dtype_param_name);
 
 // ---------------------------------------------------------------- Exercise 5: GeLU
-COURSE_POINTS(Gelu, 10);
 
 class Gelu : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 
@@ -673,7 +668,6 @@ void expect_row_limits(const std::string& who, const char* cols_name,
   COURSE_EXPECT_NO_THROW(launch(1, 0, 0, true));
 }
 
-COURSE_POINTS(AddBiasGelu, 15);
 
 class AddBiasGeluUnfused : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 
@@ -781,7 +775,6 @@ bool expect_silu_and_mul(const Shape& s) {
                     "out of " + who + " (" + s.text("d") + "; TODO d02.7)");
 }
 
-COURSE_POINTS(SiluAndMul, 10);
 
 class SiluAndMul : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 

@@ -225,7 +225,6 @@ void expect_special_values(const Wrapper& w, const std::vector<SpecialCase>& cas
 }
 
 // ---------------------------------------------------------------- 1a: ptx_exp2
-COURSE_POINTS(PtxExp2, 5);
 
 class PtxExp2 : public course::GpuTest {};
 
@@ -291,7 +290,6 @@ TEST_F(PtxExp2Limits, RejectsNoTermsThenComputesOneTerm) {
 }
 
 // ---------------------------------------------------------------- 1b: ptx_log2
-COURSE_POINTS(PtxLog2, 5);
 
 class PtxLog2 : public course::GpuTest {};
 
@@ -345,7 +343,6 @@ TEST_F(PtxLog2, HandlesZerosNegativesInfinityAndNaN) {
 }
 
 // ---------------------------------------------------------------- 1c: ptx_rsqrt
-COURSE_POINTS(PtxRsqrt, 5);
 
 class PtxRsqrt : public course::GpuTest {};
 
@@ -382,7 +379,6 @@ TEST_F(PtxRsqrt, HandlesZerosInfinityNegativesAndNaN) {
 }
 
 // ---------------------------------------------------------------- 1d: ptx_tanh
-COURSE_POINTS(PtxTanh, 5);
 
 class PtxTanh : public course::GpuTest {};
 
@@ -467,7 +463,6 @@ std::vector<float> run_segment_max(const std::vector<float>& x, float garbage,
 }
 
 // ---------------------------------------------------------------- 2a: warp sum
-COURSE_POINTS(WarpSum, 10);
 
 class WarpSum : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
 
@@ -498,7 +493,6 @@ TEST_F(WarpSumSpecialValues, PropagatesInfinityAndNaN) {
 }
 
 // ---------------------------------------------------------------- 2b: warp max
-COURSE_POINTS(WarpMax, 10);
 
 class WarpMax : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
 
@@ -563,7 +557,6 @@ TEST_F(WarpMaxSpecialValues, PropagatesNaNAndHandlesInfinities) {
 }
 
 // ---------------------------------------------------------------- 2c: warp broadcast
-COURSE_POINTS(WarpBroadcast, 5);
 
 struct BroadcastCase {
   std::int64_t n;
@@ -627,7 +620,6 @@ TEST_F(WarpBroadcastLimits, RejectsSourceLanesOutsideTheSegment) {
 }
 
 // ---------------------------------------------------------------- 2d: warp scan
-COURSE_POINTS(WarpScan, 10);
 
 std::vector<float> run_segment_scan(const std::vector<float>& x, std::size_t guard = 0,
                                     InputEnd end = InputEnd::kPadded) {
@@ -712,7 +704,6 @@ TEST_F(WarpScanSegments, EverySegmentStartsFromZero) {
 }
 
 // ---------------------------------------------------------------- 3a: the double shuffle
-COURSE_POINTS(ShuffleDouble, 5);
 
 class ShuffleDouble : public course::GpuTest, public ::testing::WithParamInterface<std::int64_t> {};
 
@@ -755,7 +746,6 @@ TEST_F(ShuffleDoublePrecision, KeepsAllSixtyFourBits) {
 }
 
 // ---------------------------------------------------------------- 3b: the half2 shuffle
-COURSE_POINTS(ShuffleHalf2, 5);
 
 std::vector<course::half> run_segment_max_pairs(const std::vector<course::half>& x) {
   const std::size_t pairs = x.size() / 2;
@@ -952,7 +942,6 @@ void expect_unaligned_pointers_work() {
                                 "aligned: the launcher must take the scalar path)");
 }
 
-COURSE_POINTS(FastGelu, 10);
 
 class FastGelu : public course::GpuTest {};
 

@@ -203,7 +203,6 @@ void expect_limits(const Variant& v) {
 }
 
 // ---------------------------------------------------------------- Exercise 1: naive
-COURSE_POINTS(Transpose1Naive, 10);
 
 class Transpose1Naive : public TransposeTest {};
 TEST_P(Transpose1Naive, MovesEveryElementToItsTransposedPlace) {
@@ -215,7 +214,6 @@ class Transpose1NaiveLimits : public course::GpuTest {};
 TEST_F(Transpose1NaiveLimits, RejectsNegativeSidesAndOverlappingBuffers) { expect_limits(kNaive); }
 
 // ---------------------------------------------------------------- Exercise 2: shared memory
-COURSE_POINTS(Transpose2Smem, 15);
 
 class Transpose2Smem : public TransposeTest {};
 TEST_P(Transpose2Smem, MovesEveryElementToItsTransposedPlace) {
@@ -227,7 +225,6 @@ class Transpose2SmemLimits : public course::GpuTest {};
 TEST_F(Transpose2SmemLimits, RejectsNegativeSidesAndOverlappingBuffers) { expect_limits(kSmem); }
 
 // ---------------------------------------------------------------- Exercise 3: padded
-COURSE_POINTS(Transpose3Padded, 10);
 
 class Transpose3Padded : public TransposeTest {};
 TEST_P(Transpose3Padded, MovesEveryElementToItsTransposedPlace) {
@@ -241,7 +238,6 @@ TEST_F(Transpose3PaddedLimits, RejectsNegativeSidesAndOverlappingBuffers) {
 }
 
 // ---------------------------------------------------------------- Exercise 4: swizzled
-COURSE_POINTS(Transpose4Swizzled, 10);
 
 class Transpose4Swizzled : public TransposeTest {};
 TEST_P(Transpose4Swizzled, MovesEveryElementToItsTransposedPlace) {
@@ -255,7 +251,6 @@ TEST_F(Transpose4SwizzledLimits, RejectsNegativeSidesAndOverlappingBuffers) {
 }
 
 // ---------------------------------------------------------------- Exercise 5: vectorized
-COURSE_POINTS(Transpose5Vectorized, 15);
 
 class Transpose5Vectorized : public TransposeTest {};
 TEST_P(Transpose5Vectorized, MovesEveryElementToItsTransposedPlace) {

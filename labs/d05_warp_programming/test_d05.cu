@@ -221,7 +221,6 @@ std::string shape_param_name(const ::testing::TestParamInfo<Shape>& info) {
 const auto kDtypes = ::testing::Values(Dtype::kFloat32, Dtype::kFloat16, Dtype::kBFloat16);
 
 // ---------------------------------------------------------------- Exercise 1
-COURSE_POINTS(WarpSoftmax, 15);
 
 class WarpSoftmax : public course::GpuTest, public ::testing::WithParamInterface<ShapeAndDtype> {};
 
@@ -279,7 +278,6 @@ TEST_F(WarpSoftmaxLimits, RejectsShapesOutsideTheLimits) {
 }
 
 // ---------------------------------------------------------------- Exercise 2
-COURSE_POINTS(LongRowWarpSoftmax, 10);
 
 class LongRowWarpSoftmax : public course::GpuTest,
                            public ::testing::WithParamInterface<ShapeAndDtype> {};
@@ -313,7 +311,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LongRowWarpSoftmaxValues, ::testing::ValuesIn(k
                          shape_param_name);
 
 // ---------------------------------------------------------------- Exercise 3
-COURSE_POINTS(BlockSoftmax, 15);
 
 class BlockSoftmax : public course::GpuTest, public ::testing::WithParamInterface<ShapeAndDtype> {};
 
@@ -473,7 +470,6 @@ const auto kCompactCases = ::testing::Combine(
     ::testing::ValuesIn(kCompactSizes), ::testing::Values(Keep::kNone, Keep::kAll, Keep::kHalf));
 
 // ---------------------------------------------------------------- Exercise 4
-COURSE_POINTS(BallotCompaction, 15);
 
 class BallotCompaction : public course::GpuTest,
                          public ::testing::WithParamInterface<CompactCase> {};
@@ -523,7 +519,6 @@ TEST_F(BallotCompactionLimits, RejectsANegativeSizeAndCountsAnEmptyInputAsZero) 
 }
 
 // ---------------------------------------------------------------- Exercise 5
-COURSE_POINTS(CooperativeGroupsCompaction, 10);
 
 class CooperativeGroupsCompaction : public course::GpuTest,
                                     public ::testing::WithParamInterface<CompactCase> {};
@@ -596,7 +591,6 @@ std::vector<std::int32_t> make_keys(std::int64_t n, int bins, Keys kind) {
 
 using CountCase = std::tuple<std::int64_t, int, Keys>;
 
-COURSE_POINTS(MatchKeyCounting, 10);
 
 class MatchKeyCounting : public course::GpuTest, public ::testing::WithParamInterface<CountCase> {};
 

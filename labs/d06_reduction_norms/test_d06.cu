@@ -182,7 +182,6 @@ std::string sum_problem(float got, double want, double abs_sum, const std::strin
 }
 
 // ================================================================ Exercise 1: block reduction
-COURSE_POINTS(RowSum, 10);
 
 struct RowSumCase {
   std::int64_t cols;
@@ -284,7 +283,6 @@ TEST_F(RowSumLimits, TakesBlocksOf32To1024ThreadsAndRefusesTheRest) {
 }
 
 // ================================================================ Exercise 2: deterministic sum
-COURSE_POINTS(DeterministicSum, 10);
 
 struct SumCase {
   std::int64_t n;
@@ -398,7 +396,6 @@ TEST_F(DeterministicSumEdgeCases, StaysAccurateForLargeMagnitudes) {
 }
 
 // ================================================================ Exercise 3: atomic sum
-COURSE_POINTS(AtomicSum, 5);
 
 class AtomicSum : public course::GpuTest, public ::testing::WithParamInterface<SumCase> {};
 
@@ -482,7 +479,6 @@ std::string shape_text(std::int64_t rows, std::int64_t hidden) {
 }
 
 // ================================================================ Exercise 4: RMSNorm
-COURSE_POINTS(RmsNorm, 10);
 
 constexpr float kRmsEps = 1e-6f;
 
@@ -597,7 +593,6 @@ TEST_F(RmsNormLimits, TakesHiddenFrom1ToKMaxHiddenAndRefusesTheRest) {
 }
 
 // ================================================================ Exercise 5: fused add + RMSNorm
-COURSE_POINTS(FusedAddRmsNorm, 10);
 
 template <class T>
 void expect_fused_add_rmsnorm(const std::vector<T>& x, const std::vector<T>& residual,
@@ -710,7 +705,6 @@ TEST_F(FusedAddRmsNormLimits, TakesHiddenFrom1ToKMaxHiddenAndRefusesOverlaps) {
 }
 
 // ================================================================ Exercise 6: LayerNorm (Welford)
-COURSE_POINTS(LayerNorm, 15);
 
 constexpr float kLayerNormEps = 1e-5f;
 
@@ -853,7 +847,6 @@ TEST_F(LayerNormStatistics, StayAccurateWhenTheMeanIsLargeComparedToTheSpread) {
 }
 
 // ================================================================ Exercise 7: online softmax
-COURSE_POINTS(OnlineSoftmax, 15);
 
 template <class T>
 void expect_softmax(const std::vector<T>& x, std::int64_t rows, std::int64_t cols,

@@ -57,7 +57,6 @@ using course::expect_guards_untouched;
 using course::Guarded;
 
 // ---------------------------------------------------------------- Exercise 1: AsyncCopy
-COURSE_POINTS(AsyncCopy, 10);
 using CopyFn = void (*)(const float*, float*, std::int64_t, int);
 struct CopyVariant {
   const char* name;
@@ -179,11 +178,6 @@ TEST_F(AsyncCopyLargeIndex, CopiesFloatsPastTwoToThe31) {
 constexpr course::Tolerance kGemvTolerance{1e-4, 1e-3};
 
 // Points: the synchronous GEMV, the double buffer, the ring, and the two Hopper variants.
-COURSE_POINTS(GemvSync, 10);
-COURSE_POINTS(GemvDoubleBuffer, 10);
-COURSE_POINTS(GemvMultistage, 15);
-COURSE_POINTS(GemvBulk, 15);
-COURSE_POINTS(GemvTma, 15);
 
 struct Shape {
   std::int64_t N, K;

@@ -184,12 +184,12 @@ void CachingPool::Impl::put_in_cache(Block* block) {
 // ---------------------------------------------------------------------------------------------
 // Step 1 — sizes (lesson §2).
 std::size_t round_size(std::size_t bytes) {
-  // TODO(d08.1): round `bytes` up to a multiple of kMinBlockSize, as lab.h says (lesson §2).
+  // TODO(d08.1a): round `bytes` up to a multiple of kMinBlockSize, as lab.h says (lesson §2).
   return 0;  // placeholder: no size yet
 }
 
 std::size_t segment_size(std::size_t size) {
-  // TODO(d08.1): kSmallSegmentSize for a small block (size <= kSmallSize), else size rounded
+  // TODO(d08.1a): kSmallSegmentSize for a small block (size <= kSmallSize), else size rounded
   // up to a multiple of kLargeSegmentRound (lesson §2).
   return 0;  // placeholder: no size yet
 }
@@ -204,17 +204,17 @@ void* CachingPool::allocate(std::size_t bytes, cudaStream_t stream) {
 }
 
 void* CachingPool::Impl::allocate(std::size_t bytes, cudaStream_t stream) {
-  // TODO(d08.2): the allocation path (lesson §3). size = round_size(bytes), small = size <=
+  // TODO(d08.1b): the allocation path (lesson §3). size = round_size(bytes), small = size <=
   // kSmallSize; process_events() first (a block other streams are done with is reusable);
   // block = find_cached(small, stream, size), taken out of its list with take_from_cache(),
   // or else new_segment(...); split(block, size); mark it allocated, put it in `allocated`,
   // and update stats.allocated_bytes (the block's full size), allocated_blocks and
   // peak_allocated_bytes. Return block->ptr.
-  throw std::logic_error("TODO(d08.2): CachingPool::allocate is not written yet (lesson 8 §3)");
+  throw std::logic_error("TODO(d08.1b): CachingPool::allocate is not written yet (lesson 8 §3)");
 }
 
 Block* CachingPool::Impl::find_cached(bool small, cudaStream_t stream, std::size_t size) {
-  // TODO(d08.2): best fit among this stream's cached blocks of the pool (lesson §3.2): the
+  // TODO(d08.1b): best fit among this stream's cached blocks of the pool (lesson §3.2): the
   // smallest block of `stream` with size >= `size`, the lowest address among equal sizes.
   // BlockOrder sorts the free lists by exactly that key: one lower_bound finds it.
   return nullptr;  // placeholder: nothing is ever reused
@@ -222,23 +222,23 @@ Block* CachingPool::Impl::find_cached(bool small, cudaStream_t stream, std::size
 
 Block* CachingPool::Impl::new_segment(bool small, cudaStream_t stream, std::size_t bytes,
                                       std::size_t size) {
-  // TODO(d08.7): a new segment of segment_size(size) bytes from backend.allocate() (lesson
+  // TODO(d08.1g): a new segment of segment_size(size) bytes from backend.allocate() (lesson
   // §6). When it returns nullptr, release_cached_segments() and try once more; when that fails
   // too, throw OutOfMemory(out_of_memory_message(bytes, segment)). Otherwise a new Block that
   // spans the segment (no neighbours); reserved_bytes and segments grow.
-  throw std::logic_error("TODO(d08.7): CachingPool has no new_segment yet (lesson 8 §6)");
+  throw std::logic_error("TODO(d08.1g): CachingPool has no new_segment yet (lesson 8 §6)");
 }
 
 std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::size_t segment) {
-  // TODO(d08.7): the message of OutOfMemory, word for word as lab.h writes it (lesson §6),
+  // TODO(d08.1g): the message of OutOfMemory, word for word as lab.h writes it (lesson §6),
   // with backend.info() for the device's free and total bytes.
-  return "TODO(d08.7): the out-of-memory message";
+  return "TODO(d08.1g): the out-of-memory message";
 }
 
 // ---------------------------------------------------------------------------------------------
 // Step 3 — splitting and coalescing (lesson §3.3).
 void CachingPool::Impl::split(Block* block, std::size_t size) {
-  // TODO(d08.3): split `block` (in no list) into [size | rest] when the rest is worth keeping:
+  // TODO(d08.1c): split `block` (in no list) into [size | rest] when the rest is worth keeping:
   // rest >= kMinBlockSize for a small block, rest > kSmallSize for a large one (lesson §3.3).
   // The rest is a new Block just above `block` in the segment's list (fix prev and next on
   // both sides), of the same stream and pool, and goes into the cache with put_in_cache().
@@ -251,16 +251,16 @@ void CachingPool::free(void* ptr) {
 }
 
 void CachingPool::Impl::free(void* ptr) {
-  // TODO(d08.3): take the block back (lesson §3.3, §4). Find it in `allocated` (throw
+  // TODO(d08.1c): take the block back (lesson §3.3, §4). Find it in `allocated` (throw
   // std::invalid_argument when it is not there), erase it, update allocated_bytes and
   // allocated_blocks. With no stream_uses: cache(block). Otherwise record one event per
   // stream in stream_uses (backend.record_event), clear stream_uses, add the block to
   // `pending` and its size to pending_bytes (step 4).
-  throw std::logic_error("TODO(d08.3): CachingPool::free is not written yet (lesson 8 §3.3)");
+  throw std::logic_error("TODO(d08.1c): CachingPool::free is not written yet (lesson 8 §3.3)");
 }
 
 void CachingPool::Impl::cache(Block* block) {
-  // TODO(d08.3): merge `block` (free, in no list) with the neighbours prev and next when they
+  // TODO(d08.1c): merge `block` (free, in no list) with the neighbours prev and next when they
   // are cached (Block::cached()): take each out of its list, add its size, unlink and delete
   // it. Then put_in_cache() what is left (lesson §3.3).
   put_in_cache(block);  // placeholder: caches the block without merging
@@ -274,15 +274,15 @@ void CachingPool::record_stream(void* ptr, cudaStream_t stream) {
 }
 
 void CachingPool::Impl::record_stream(void* ptr, cudaStream_t stream) {
-  // TODO(d08.4): find the block in `allocated` (std::invalid_argument if it is not there) and
+  // TODO(d08.1d): find the block in `allocated` (std::invalid_argument if it is not there) and
   // add `stream` to its stream_uses, unless it is the block's own stream or already listed
   // (lesson §4).
   throw std::logic_error(
-      "TODO(d08.4): CachingPool::record_stream is not written yet (lesson 8 §4)");
+      "TODO(d08.1d): CachingPool::record_stream is not written yet (lesson 8 §4)");
 }
 
 void CachingPool::Impl::process_events() {
-  // TODO(d08.4): every pending block whose events have ALL completed
+  // TODO(d08.1d): every pending block whose events have ALL completed
   // (backend.event_completed): release its events (backend.release_event), clear them,
   // subtract its size from pending_bytes and cache() it. The others stay pending (lesson §4.2).
   // placeholder: nothing pending is ever cached
@@ -301,7 +301,7 @@ void CachingPool::reset_peak() {
 }
 
 PoolStats CachingPool::Impl::snapshot() {
-  // TODO(d08.5): process_events(), then a copy of `stats` with largest_cached_block (the
+  // TODO(d08.1e): process_events(), then a copy of `stats` with largest_cached_block (the
   // largest block in either free list) and fragmentation = 1 - largest / cached_bytes (0 when
   // nothing is cached) filled in (lesson §5.1).
   return stats;  // placeholder: no largest block, no fragmentation
@@ -314,7 +314,7 @@ std::size_t CachingPool::empty_cache() {
 }
 
 std::size_t CachingPool::Impl::release_cached_segments() {
-  // TODO(d08.6): every cached block with no neighbours (prev and next null) is a whole segment:
+  // TODO(d08.1f): every cached block with no neighbours (prev and next null) is a whole segment:
   // take it from the cache, backend.free() it, update reserved_bytes and segments, delete it.
   // Return the bytes released (lesson §5.2).
   return 0;  // placeholder: releases nothing
@@ -356,7 +356,7 @@ __device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* 
                                                             std::int64_t tile, int valid,
                                                             std::uint32_t (&items)[kScanItems],
                                                             ScanTileStorage& storage) {
-  // TODO(d08.8): load the tile with ScanLoad (all kScanTile elements, or only `valid` with 0
+  // TODO(d08.2): load the tile with ScanLoad (all kScanTile elements, or only `valid` with 0
   // past them), convert to uint32, InclusiveSum with ScanBlockScan into items, return the
   // total; a __syncthreads() before reusing `storage` for the next primitive (lesson §10.2).
   for (auto& v : items) v = 0;  // placeholder: no scan yet
@@ -366,7 +366,7 @@ __device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* 
 __device__ __forceinline__ void store_tile(std::int32_t* __restrict__ y, std::int64_t tile,
                                            int valid, const std::uint32_t (&items)[kScanItems],
                                            std::uint32_t add, ScanTileStorage& storage) {
-  // TODO(d08.8): items[j] + add as int32, stored with ScanStore (only `valid` elements in a
+  // TODO(d08.2): items[j] + add as int32, stored with ScanStore (only `valid` elements in a
   // partial tile), then __syncthreads() (lesson §10.2).
   // placeholder: y is left untouched
 }
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(kScanThreads)
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_reduce_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ tile_sums,
                          std::int64_t n) {
-  // TODO(d08.9): tile_sums[tile] = the sum of the tile (lesson §11.2): ScanLoad, each thread's
+  // TODO(d08.3): tile_sums[tile] = the sum of the tile (lesson §11.2): ScanLoad, each thread's
   // sum, ScanBlockReduce::Sum (valid in thread 0).
   // placeholder: no totals
 }
@@ -401,7 +401,7 @@ __global__ void __launch_bounds__(kScanThreads)
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_spine_kernel(const std::int32_t* __restrict__ tile_sums,
                         std::int32_t* __restrict__ prefixes, std::int64_t tiles) {
-  // TODO(d08.9): prefixes[t] = tile_sums[0] + ... + tile_sums[t] (lesson §11.2), kScanTile
+  // TODO(d08.3): prefixes[t] = tile_sums[0] + ... + tile_sums[t] (lesson §11.2), kScanTile
   // totals at a time with load_and_scan_tile and store_tile, carrying the sum of the chunks
   // before.
   // placeholder: no prefixes
@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(kScanThreads)
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_downsweep_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ y,
                             const std::int32_t* __restrict__ prefixes, std::int64_t n) {
-  // TODO(d08.9): scan the tile again and store it plus the total of the tiles before it,
+  // TODO(d08.3): scan the tile again and store it plus the total of the tiles before it,
   // prefixes[tile - 1] (0 for tile 0) (lesson §11.2).
   // placeholder: y is left untouched
 }
@@ -440,13 +440,13 @@ __device__ __forceinline__ std::uint32_t status_value(std::uint64_t s) {
 // hoisted out of the loop and spin forever on a stale register (lesson §11.4).
 __device__ __forceinline__ void publish(unsigned long long* status, std::int64_t tile,
                                         std::uint32_t flag, std::uint32_t value) {
-  // TODO(d08.10): one 64-bit atomic store of pack_status(flag, value) into status[tile], with
+  // TODO(d08.4): one 64-bit atomic store of pack_status(flag, value) into status[tile], with
   // cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> (lesson §11.4).
   // placeholder: publishes nothing
 }
 __device__ __forceinline__ std::uint64_t read_status(unsigned long long* status,
                                                      std::int64_t tile) {
-  // TODO(d08.10): one 64-bit atomic load of status[tile] (lesson §11.4). A plain load can be
+  // TODO(d08.4): one 64-bit atomic load of status[tile] (lesson §11.4). A plain load can be
   // hoisted out of the look-back's spin loop.
   return pack_status(kFlagP, 0);  // placeholder
 }
@@ -456,7 +456,7 @@ __device__ __forceinline__ std::uint64_t read_status(unsigned long long* status,
 // to and including the first P it finds; with no P among them (all A), it adds all 32 and moves
 // 32 tiles further back. Tile 0 always publishes P, so the walk ends.
 __device__ std::uint32_t look_back(unsigned long long* status, std::int64_t tile) {
-  // TODO(d08.10): lane l waits (spins on read_status) until tile end - 1 - l has published A or
+  // TODO(d08.4): lane l waits (spins on read_status) until tile end - 1 - l has published A or
   // P, the warp finds the nearest P with __ballot_sync, adds the values of the tiles up to it
   // (__reduce_add_sync), or of all 32 and goes 32 tiles further back (lesson §11.3).
   return 0;  // placeholder: no prefix
@@ -470,7 +470,7 @@ __global__ void __launch_bounds__(kScanThreads)
                                      std::int32_t* __restrict__ y, std::int64_t n,
                                      unsigned long long* __restrict__ ticket,
                                      unsigned long long* __restrict__ status) {
-  // TODO(d08.10): the tile number from atomicAdd(ticket, 1) (by thread 0, shared through
+  // TODO(d08.4): the tile number from atomicAdd(ticket, 1) (by thread 0, shared through
   // shared memory), load_and_scan_tile, then warp 0: tile 0 publishes P (its total), any other
   // publishes A (its total), looks back for its prefix and publishes P (prefix + total); the
   // prefix goes to shared memory and every thread stores its items plus it (lesson §11.3).
@@ -525,7 +525,7 @@ struct SampleStorage {
 // Exercise 11 — min-p and the draw (lesson §13.1, §13.3).
 __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
                          SampleStorage& storage) {
-  // TODO(d08.11): the largest probability of the row: each thread's maximum over a strided
+  // TODO(d08.5): the largest probability of the row: each thread's maximum over a strided
   // loop, SampleReduceFloat with MaxOp (valid in thread 0), broadcast through storage.value
   // (lesson §13.1).
   return 0.0f;  // placeholder
@@ -539,7 +539,7 @@ __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
 __device__ float allowed_running_sum(const float* __restrict__ row, std::int64_t vocab,
                                      float threshold, float target, int* token,
                                      SampleStorage& storage) {
-  // TODO(d08.11): the running sum of the allowed probabilities (p >= threshold), in chunks of
+  // TODO(d08.5): the running sum of the allowed probabilities (p >= threshold), in chunks of
   // kSampleChunk, thread t holding kSampleItems consecutive elements (lesson §13.3):
   // SampleScanFloat::ExclusiveSum of each thread's sum gives where its running sum starts.
   // With target < 0 return the total; otherwise set *token to the first index whose running
@@ -552,7 +552,7 @@ __device__ float allowed_running_sum(const float* __restrict__ row, std::int64_t
 // The draw of lab.h: M, then the first token whose running sum exceeds u * M.
 __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, float threshold,
                           float u, SampleStorage& storage) {
-  // TODO(d08.11): M = allowed_running_sum(..., -1.0f, ...), then the token of
+  // TODO(d08.5): M = allowed_running_sum(..., -1.0f, ...), then the token of
   // allowed_running_sum(..., __fmul_rn(u, M), ...) (lesson §13.3).
   return -1;  // placeholder: no token drawn
 }
@@ -567,7 +567,7 @@ __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, flo
 // Returns the threshold, or 0 (keep everything) when the whole row weighs less than `target`.
 __device__ float pivot_search(const float* __restrict__ row, std::int64_t vocab, bool by_mass,
                               unsigned long long target, SampleStorage& storage) {
-  // TODO(d08.12): the threshold 8 bits at a time from the top (lesson §13.2): per pass, a
+  // TODO(d08.6): the threshold 8 bits at a time from the top (lesson §13.2): per pass, a
   // shared histogram (bin_lo / bin_hi, 32-bit atomics with the carry) of the next 8 bits of
   // the elements that share the bits decided so far, weighted by 1 or by p * kMassScale; an
   // inclusive scan of the bins from the largest down (thread j holds bin 255 - j); the bin

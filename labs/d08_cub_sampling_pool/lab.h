@@ -176,7 +176,7 @@ constexpr int kScanItems = 32;
 constexpr int kScanTile = kScanThreads * kScanItems;  // 4096 elements
 static_assert(kScanTile == 4096, "the tests' tile-edge sizes assume 4096-element tiles");
 
-// Exercise 8 (TODO d08.8) — one tile, with CUB's block primitives (lesson §10.2): for every tile
+// Exercise 2 (TODO d08.2) — one tile, with CUB's block primitives (lesson §10.2): for every tile
 // t, y[t * kScanTile + j] = x[t * kScanTile] + ... + x[t * kScanTile + j] (each tile scanned on
 // its own, as if it started the array) and tile_sums[t] = the tile's total, for the
 // ceil(n / kScanTile) tiles (the last one may be partial).
@@ -187,11 +187,11 @@ void scan_tiles(const std::int32_t* x, std::int32_t* y, std::int32_t* tile_sums,
 // calling cudaMalloc on every call; its contents before a call do not matter.
 std::size_t scan_temp_bytes(std::int64_t n);
 
-// Exercise 9 (TODO d08.9) — reduce-then-scan (lesson §11.2): three kernels, 3 * 4n bytes moved
+// Exercise 3 (TODO d08.3) — reduce-then-scan (lesson §11.2): three kernels, 3 * 4n bytes moved
 // (x read twice, y written once).
 void scan_1_reduce_then_scan(const std::int32_t* x, std::int32_t* y, std::int64_t n, void* temp,
                              std::size_t temp_bytes);
-// Exercise 10 (TODO d08.10) — one pass with decoupled look-back (lesson §11.3): 2 * 4n bytes.
+// Exercise 4 (TODO d08.4) — one pass with decoupled look-back (lesson §11.3): 2 * 4n bytes.
 void scan_2_decoupled_lookback(const std::int32_t* x, std::int32_t* y, std::int64_t n, void* temp,
                                std::size_t temp_bytes);
 
@@ -280,7 +280,7 @@ __host__ __device__ inline float sampling_uniform(std::uint64_t seed, std::uint6
   return static_cast<float>(r.v[0] >> 9) * 0x1.0p-23f;
 }
 
-// Exercises 11 (TODO d08.11: min-p and the draw) and 12 (TODO d08.12: the pivot search for
+// Exercises 5 (TODO d08.5: min-p and the draw) and 6 (TODO d08.6: the pivot search for
 // top-k and top-p) — sampling without sorting (lesson §13): tokens[r] for every row as above.
 // vocab <= kMaxVocab.
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 30;

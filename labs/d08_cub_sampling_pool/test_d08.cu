@@ -88,7 +88,6 @@ using d08::PoolStats;
 constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kMiB = 1024 * kKiB;
 
-COURSE_POINTS(CachingPool, 40);
 
 // ---------------------------------------------------------------- the fake backend
 // Segments get addresses from a counter, with a 2 MiB gap after each, so that two segments never
@@ -274,21 +273,21 @@ void expect_stats(CachingPool& pool, const Expected& e, const std::string& step)
       ADD_FAILURE() << "after " << step << ": stats()." << name << " is " << got << ", expected "
                     << want << " (" << todo << ")";
   };
-  check("reserved_bytes", s.reserved_bytes, e.reserved, "the segments: TODO d08.7 and d08.6");
+  check("reserved_bytes", s.reserved_bytes, e.reserved, "the segments: TODO d08.1g and d08.1f");
   check("allocated_bytes", s.allocated_bytes, e.allocated,
-        "a block counts with its full size: TODO d08.2 and d08.3");
-  check("pending_bytes", s.pending_bytes, e.pending, "freed blocks other streams use: TODO d08.4");
-  check("cached_bytes", s.cached_bytes, e.cached, "the free lists: TODO d08.3");
-  check("peak_allocated_bytes", s.peak_allocated_bytes, e.peak, "TODO d08.2");
-  check("largest_cached_block", s.largest_cached_block, e.largest, "TODO d08.5");
-  check("segments", s.segments, e.segments, "TODO d08.7 and d08.6");
-  check("allocated_blocks", s.allocated_blocks, e.allocated_blocks, "TODO d08.2 and d08.3");
+        "a block counts with its full size: TODO d08.1b and d08.1c");
+  check("pending_bytes", s.pending_bytes, e.pending, "freed blocks other streams use: TODO d08.1d");
+  check("cached_bytes", s.cached_bytes, e.cached, "the free lists: TODO d08.1c");
+  check("peak_allocated_bytes", s.peak_allocated_bytes, e.peak, "TODO d08.1b");
+  check("largest_cached_block", s.largest_cached_block, e.largest, "TODO d08.1e");
+  check("segments", s.segments, e.segments, "TODO d08.1g and d08.1f");
+  check("allocated_blocks", s.allocated_blocks, e.allocated_blocks, "TODO d08.1b and d08.1c");
   check("cached_blocks", s.cached_blocks, e.cached_blocks,
-        "splitting adds one, merging removes one: TODO d08.3");
+        "splitting adds one, merging removes one: TODO d08.1c");
   if (std::abs(s.fragmentation - e.fragmentation) > 1e-12)
     ADD_FAILURE() << "after " << step << ": stats().fragmentation is " << s.fragmentation
                   << ", expected " << e.fragmentation
-                  << " = 1 - largest_cached_block / cached_bytes (TODO d08.5)";
+                  << " = 1 - largest_cached_block / cached_bytes (TODO d08.1e)";
   if (s.reserved_bytes != s.allocated_bytes + s.pending_bytes + s.cached_bytes)
     ADD_FAILURE() << "after " << step << ": reserved_bytes (" << s.reserved_bytes
                   << ") != allocated + pending + cached (" << s.allocated_bytes << " + "
@@ -296,7 +295,7 @@ void expect_stats(CachingPool& pool, const Expected& e, const std::string& step)
                   << "): a block was counted twice or lost";
 }
 
-// ================================================================ host: sizes (TODO d08.1)
+// ================================================================ host: sizes (TODO d08.1a)
 // The first wrong size, with how many others are wrong too: one message, not one per size.
 template <std::size_t N>
 void expect_sizes(const std::size_t (&cases)[N][2], std::size_t (*f)(std::size_t), const char* name,
@@ -325,7 +324,7 @@ TEST(CachingPoolSizes, RoundsRequestsUpToMultiplesOf512Bytes) {
                                   {3 * kMiB + 5, 3 * kMiB + 512}};
   expect_sizes(cases, &d08::round_size, "round_size",
                "a block is the request rounded UP to a multiple of kMinBlockSize = 512 (TODO "
-               "d08.1, lesson 8 §2)");
+               "d08.1a, lesson 8 §2)");
 }
 
 TEST(CachingPoolSizes, PicksTwoMiBSegmentsForSmallBlocksAndRoundsLargeOnes) {
@@ -334,7 +333,7 @@ TEST(CachingPoolSizes, PicksTwoMiBSegmentsForSmallBlocksAndRoundsLargeOnes) {
       {2 * kMiB, 2 * kMiB}, {2 * kMiB + 512, 4 * kMiB}, {9 * kMiB, 10 * kMiB}};
   expect_sizes(cases, &d08::segment_size, "segment_size",
                "2 MiB for a small block (<= 1 MiB), else the block rounded up to a multiple of "
-               "2 MiB (TODO d08.1, lesson 8 §2)");
+               "2 MiB (TODO d08.1a, lesson 8 §2)");
 }
 
 TEST(CachingPoolSizes, AllocatesRoundedBlocksFromRoundedSegments) {
@@ -343,9 +342,9 @@ TEST(CachingPoolSizes, AllocatesRoundedBlocksFromRoundedSegments) {
   EXPECT_TRUE(same(pool.allocate(0), nullptr)) << "allocate(0) must return nullptr and do nothing";
   EXPECT_EQ(fake.allocate_calls(), 0) << "allocate(0) asked the backend for memory";
   void* p = pool.allocate(1000);
-  ASSERT_FALSE(same(p, nullptr)) << "allocate(1000) returned nullptr (TODO d08.2)";
+  ASSERT_FALSE(same(p, nullptr)) << "allocate(1000) returned nullptr (TODO d08.1b)";
   EXPECT_EQ(fake.last_request(), 2 * kMiB)
-      << "the first small block must come from a new 2 MiB segment (segment_size, TODO d08.1)";
+      << "the first small block must come from a new 2 MiB segment (segment_size, TODO d08.1a)";
   EXPECT_EQ(observed_stats(pool).allocated_bytes, 1024u)
       << "1000 bytes are a 1024-byte block: allocated_bytes counts the rounded size";
   void* q = pool.allocate(9 * kMiB);
@@ -357,7 +356,7 @@ TEST(CachingPoolSizes, AllocatesRoundedBlocksFromRoundedSegments) {
   expect_backend_clean(fake);
 }
 
-// ================================================================ host: reuse (TODO d08.2, d08.3)
+// ================================================================ host: reuse (TODO d08.1b, d08.1c)
 TEST(CachingPoolReuse, HandsTheSameBlockOutAgainWithoutCallingTheBackend) {
   FakeDeviceMemory fake(kBigCapacity);
   CachingPool pool(fake);
@@ -450,9 +449,9 @@ TEST(CachingPoolSplitAndCoalesce, CutsConsecutiveBlocksFromOneSegment) {
   void* p2 = pool.allocate(1000);
   void* p3 = pool.allocate(5000);
   EXPECT_EQ(observed_offset(p2, p1), 1024)
-      << "p2 must follow p1's 1024-byte block (TODO d08.3: split)";
+      << "p2 must follow p1's 1024-byte block (TODO d08.1c: split)";
   EXPECT_EQ(observed_offset(p3, p1), 2048)
-      << "p3 must follow p2's 1024-byte block (TODO d08.3: split)";
+      << "p3 must follow p2's 1024-byte block (TODO d08.1c: split)";
   EXPECT_EQ(fake.allocate_calls(), 1) << "three small blocks fit in one 2 MiB segment";
   const std::size_t used = 1024 + 1024 + 5120;
   expect_stats(pool, {2 * kMiB, used, 0, 2 * kMiB - used, used, 2 * kMiB - used, 1, 3, 1, 0.0},
@@ -523,7 +522,7 @@ TEST(CachingPoolSplitAndCoalesce, SplitsASmallBlockDownToItsLast512Bytes) {
   expect_backend_clean(fake);
 }
 
-// ================================================================ host: streams (TODO d08.4)
+// ================================================================ host: streams (TODO d08.1d)
 TEST(CachingPoolStreams, ReusesABlockOnlyOnTheStreamThatFreedIt) {
   FakeDeviceMemory fake(kBigCapacity);
   CachingPool pool(fake);
@@ -557,7 +556,7 @@ TEST(CachingPoolStreams, WaitsForTheEventOfAnotherStreamBeforeReuse) {
   pool.free(q);
   fake.complete_events(stream(2));
   EXPECT_TRUE(same(pool.allocate(1000, stream(1)), p))
-      << "stream 2's event has completed: the block must be reused (process_events, TODO d08.4)";
+      << "stream 2's event has completed: the block must be reused (process_events, TODO d08.1d)";
   EXPECT_EQ(fake.live_events(), 0u) << "a completed event must be released";
   (void)fence;
   expect_backend_clean(fake);
@@ -596,7 +595,7 @@ TEST(CachingPoolStreams, NeedsNoEventForTheBlocksOwnStream) {
   expect_backend_clean(fake);
 }
 
-// ================================================================ host: stats (TODO d08.5)
+// ================================================================ host: stats (TODO d08.1e)
 TEST(CachingPoolStats, CountsEveryByteAfterEveryStep) {
   FakeDeviceMemory fake(kBigCapacity);
   CachingPool pool(fake);
@@ -637,7 +636,7 @@ TEST(CachingPoolStats, MeasuresFragmentationAsTheCachedShareOutsideTheLargestBlo
   expect_backend_clean(fake);
 }
 
-// ================================================================ host: empty_cache (TODO d08.6)
+// ================================================================ host: empty_cache (TODO d08.1f)
 TEST(CachingPoolEmptyCache, ReturnsOnlyWhollyFreeSegments) {
   FakeDeviceMemory fake(kBigCapacity);
   CachingPool pool(fake);
@@ -691,7 +690,7 @@ TEST(CachingPoolEmptyCache, DestructorReturnsEverySegmentAndEvent) {
   expect_backend_clean(fake);
 }
 
-// ================================================================ host: out of memory (d08.7)
+// ================================================================ host: out of memory (d08.1g)
 TEST(CachingPoolOutOfMemory, ReleasesTheCacheAndRetriesOnce) {
   FakeDeviceMemory fake(8 * kMiB);
   CachingPool pool(fake);
@@ -701,7 +700,7 @@ TEST(CachingPoolOutOfMemory, ReleasesTheCacheAndRetriesOnce) {
   void* c = nullptr;
   COURSE_EXPECT_NO_THROW(c = pool.allocate(5 * kMiB))
       << "a 6 MiB segment fits once the cached 4 MiB segment is given back: release the cache "
-      << "and retry (TODO d08.7)";
+      << "and retry (TODO d08.1g)";
   if (HasFailure()) return;
   EXPECT_EQ(fake.failed_allocations(), 1) << "one failed try, then one that succeeds";
   expect_stats(pool, {8 * kMiB, 8 * kMiB, 0, 0, 8 * kMiB, 0, 2, 2, 0, 0.0},
@@ -725,7 +724,7 @@ TEST(CachingPoolOutOfMemory, ThrowsAMessageWithEveryNumber) {
       course::observed_throw<d08::OutOfMemory>([&] { pool.allocate(3 * kMiB); }, "allocate(3 MiB)");
   if (!oom.threw)
     ADD_FAILURE() << "allocate(3 MiB) must throw d08::OutOfMemory: the device is full even "
-                  << "after the cache is released (TODO d08.7)"
+                  << "after the cache is released (TODO d08.1g)"
                   << (oom.threw_other ? "; it threw another exception: " + oom.what : "");
   const std::string message = oom.threw ? oom.what : "";
   // After the release: e's segment went back; a, b, d's segments stay.
@@ -734,7 +733,7 @@ TEST(CachingPoolOutOfMemory, ThrowsAMessageWithEveryNumber) {
       "pool has 8388608 bytes reserved (4195328 allocated, 1024 pending, 4192256 cached); the "
       "device has 2097152 of 10485760 bytes free";
   if (!message.empty())
-    EXPECT_EQ(message, expected) << "the message must give lab.h's numbers (TODO d08.7)";
+    EXPECT_EQ(message, expected) << "the message must give lab.h's numbers (TODO d08.1g)";
   EXPECT_EQ(fake.failed_allocations(), 2) << "one try, one retry after releasing the cache";
   EXPECT_TRUE(same(pool.allocate(1000), at(b) + 1024))
       << "the pool must stay usable after the throw: 1000 bytes fit right after b";
@@ -947,15 +946,9 @@ TEST_F(CachingPoolGpu, ThrowsOutOfMemoryWithTheRequestAndStaysUsable) {
   pool.free(p);
 }
 
-// ================================================================ Part 2: scans (TODO d08.8-10)
+// ================================================================ Part 2: scans (TODO d08.1b-4)
 // Every scan output is poisoned before the call; the reference wraps like int32
 // (course::reference::inclusive_scan_wrapping), and the comparison is exact.
-COURSE_POINTS(ScanTiles, 10);
-COURSE_POINTS(ScanReduceThenScan, 10);
-COURSE_POINTS(ScanDecoupledLookback, 20);
-COURSE_POINTS(SamplingMinP, 10);
-COURSE_POINTS(SamplingTopK, 10);
-COURSE_POINTS(SamplingTopP, 10);
 
 namespace ref = course::reference;
 using course::DeviceBuffer;
@@ -1014,7 +1007,7 @@ std::vector<std::int32_t> small_ints(std::size_t n, std::uint64_t salt) {
 const std::int64_t kScanSizes[] = {
     2, 31, 4095, 4096, 4097, 2 * 4096 - 1, 3 * 4096 + 5, 65537, 1000003, (1 << 20) + 3};
 
-// ---------------------------------------------------------------- Exercise 8: tiles
+// ---------------------------------------------------------------- Exercise 2: tiles
 class ScanTiles : public course::GpuTest {};
 
 void expect_tiles(std::int64_t n, std::uint64_t salt) {
@@ -1035,12 +1028,12 @@ void expect_tiles(std::int64_t n, std::uint64_t salt) {
   }
   const std::string todo =
       "Each tile is scanned on its own (lesson 8 §10.2): BlockLoad, BlockScan::InclusiveSum, "
-      "BlockStore in load_and_scan_tile and store_tile (TODO d08.8)";
+      "BlockStore in load_and_scan_tile and store_tile (TODO d08.2)";
   std::string problem = scan_problem(dy.read_back(), want, "y", todo);
   if (!problem.empty()) ADD_FAILURE() << problem;
   problem = scan_problem(dsums.read_back(), want_sums, "tile_sums",
                          "tile_sums[t] is the total of tile t, which load_and_scan_tile returns "
-                         "(TODO d08.8)");
+                         "(TODO d08.2)");
   if (!problem.empty()) ADD_FAILURE() << problem;
 }
 
@@ -1095,10 +1088,10 @@ void expect_large(ScanFn scan, const std::string& todo) {
 
 const std::string kTodo9 =
     "reduce-then-scan (lesson 8 §11.2): the tile totals, their scan, then every tile again "
-    "from the totals before it (TODO d08.9)";
+    "from the totals before it (TODO d08.3)";
 const std::string kTodo10 =
     "the decoupled look-back (lesson 8 §11.3): publish A, look back for the prefix, publish P, "
-    "add the prefix to the tile (TODO d08.10)";
+    "add the prefix to the tile (TODO d08.4)";
 
 const char* const kLimitHint =
     " The launchers in kernel.cu check their arguments with course::require before launching: "
@@ -1220,7 +1213,7 @@ TEST_F(ScanDecoupledLookback, TakesItsTileNumbersFromTheAtomicTicket) {
         << "by the given launcher) holds " << ticket << ": every block must take its tile "
         << "number from atomicAdd(ticket, 1), not from blockIdx.x. The GPU does not promise to "
         << "start blocks in blockIdx order, and a tile that waits for a tile whose block has not "
-        << "started can wait forever (TODO d08.10, lesson 8 §11.3)";
+        << "started can wait forever (TODO d08.4, lesson 8 §11.3)";
   }
 }
 
@@ -1307,7 +1300,7 @@ TEST_F(ScanTilesLargeIndex, ScansTilesPastTwoToThe31) {
     tile_at[k] = at[k] / kTile;
     want_sums[k] = static_cast<std::int32_t>(cyclic_prefix(end) - cyclic_prefix(first));
   }
-  const std::string todo = "each tile scanned on its own (TODO d08.8)";
+  const std::string todo = "each tile scanned on its own (TODO d08.2)";
   std::string problem = sampled_problem(course::gather(y.data(), n, at), want, at, "y", todo);
   if (!problem.empty()) ADD_FAILURE() << problem;
   std::vector<std::int32_t> got_sums = course::gather(sums.data(), tiles, tile_at);
@@ -1333,7 +1326,7 @@ TEST_F(ScanDecoupledLookbackLargeIndex, ScansPastTwoToThe31) {
   expect_scan_large_index(d08::scan_2_decoupled_lookback, kTodo10);
 }
 
-// ================================================================ Part 2: sampling (d08.11-12)
+// ================================================================ Part 2: sampling (d08.1e-6)
 using d08::Filter;
 using d08::SamplingParams;
 
@@ -1374,8 +1367,8 @@ ref::Threshold threshold_of(const float* row, std::int64_t vocab, const Sampling
 }
 
 const char* todo_of(Filter f) {
-  return f == Filter::kMinP ? "TODO d08.11: min_p * the row's maximum, then the draw"
-                            : "TODO d08.12: the pivot search for the threshold (after d08.11)";
+  return f == Filter::kMinP ? "TODO d08.5: min_p * the row's maximum, then the draw"
+                            : "TODO d08.6: the pivot search for the threshold (after d08.5)";
 }
 
 std::vector<std::int32_t> run_sampling(const std::vector<float>& probs, std::int64_t batch,
@@ -1612,7 +1605,7 @@ TEST_F(SamplingTopK, KeepsEveryTokenTiedWithTheKth) {
   const auto late_ties =
       std::count_if(got.begin(), got.end(), [](std::int32_t t) { return t >= 12 && t < 18; });
   EXPECT_GT(late_ties, 0) << "no draw of tokens 12-17, tied with the 6th largest probability: "
-                             "every tie of the k-th is allowed (lab.h, TODO d08.12)";
+                             "every tie of the k-th is allowed (lab.h, TODO d08.6)";
 }
 TEST_F(SamplingTopK, RefusesTopKBelow1) {
   expect_sampling_limits(
@@ -1663,14 +1656,14 @@ TEST_F(SamplingTopP, RepeatsASeedAndDrawExactlyAndMovesOnWithTheNextDraw) {
   const auto again = run_sampling(probs, kBatch, kVocab, params, seed, 7);
   const auto next = run_sampling(probs, kBatch, kVocab, params, seed, 8);
   EXPECT_EQ(first, again) << "two calls with the same seed and draw gave different tokens: the "
-                             "sampling must be deterministic (TODO d08.11, d08.12)";
+                             "sampling must be deterministic (TODO d08.5, d08.6)";
   const auto same = std::inner_product(first.begin(), first.end(), next.begin(), 0, std::plus<>(),
                                        std::equal_to<>());
   EXPECT_LT(same, kBatch / 2) << same << " of " << kBatch
                               << " rows drew the same token for draw 7 and draw 8: the uniform "
-                                 "must come from sampling_uniform(seed, row, draw) (TODO d08.11)";
+                                 "must come from sampling_uniform(seed, row, draw) (TODO d08.5)";
   if (first[0] == -1 || course::DType<std::int32_t>::is_poison(first[0]))
-    ADD_FAILURE() << "no token was drawn (TODO d08.11)";
+    ADD_FAILURE() << "no token was drawn (TODO d08.5)";
 }
 
 }  // namespace

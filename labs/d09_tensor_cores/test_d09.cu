@@ -188,7 +188,6 @@ void check_gemm(const GemmFn<T>& gemm, const GemmShape& s, std::int64_t tile,
 
 // =============================================================================================
 // Exercise 1: WmmaGemm
-COURSE_POINTS(WmmaGemm, 10);
 
 class WmmaGemm : public course::GpuTest,
                  public ::testing::WithParamInterface<std::tuple<ElementType, GemmShape>> {};
@@ -246,7 +245,6 @@ TEST_F(WmmaGemmSizes, RejectsPartialTilesAndComputesWholeOnes) {
 // Exercise 2: MmaLayout (host). The PTX ISA's layouts for mma.m16n8k16 with .f16/.bf16 inputs
 // and .f32 accumulators, written as the ISA's tables read: group g = lane >> 2, thread in the
 // group t = lane % 4.
-COURSE_POINTS(MmaLayout, 15);
 
 FragCoord ptx_a(int lane, int i) {  // a0..a7
   const int g = lane >> 2, t = lane % 4;
@@ -368,7 +366,6 @@ TEST(MmaLayout, NamesEachKindOfMistake) {
 
 // =============================================================================================
 // Exercise 3: MmaSync (one mma.sync.m16n8k16 on the GPU)
-COURSE_POINTS(MmaSync, 15);
 
 // Runs the one-tile launcher on A [16, 16] and B stored [8, 16] (n, k), given as float64 values
 // exact in T; returns C [16, 8] as float64 (NaN where never written).
@@ -498,7 +495,6 @@ INSTANTIATE_TEST_SUITE_P(DTypes, MmaSync,
 // =============================================================================================
 // Exercise 4: Ldmatrix. Element (matrix j, row r, column c) holds the value 64 j + 8 r + c, so
 // every 16-bit half of every register says where it came from.
-COURSE_POINTS(Ldmatrix, 15);
 
 std::string element_name(std::uint32_t v) {
   return "(matrix " + std::to_string(v / 64) + ", row " + std::to_string(v / 8 % 8) + ", column " +
@@ -583,7 +579,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Ldmatrix,
 // per cycle; a 16-byte access covers 4 banks, i.e. one of 8 "bank groups", (address / 16) % 8.
 // One phase of ldmatrix is 8 rows of 16 bytes: it takes as many cycles (wavefronts) as the most
 // distinct 16-byte chunks that fall in one group. 1 is conflict-free.
-COURSE_POINTS(Swizzle, 15);
 
 int phase_wavefronts(const std::array<std::uint32_t, 8>& byte_addresses) {
   std::array<std::set<std::uint32_t>, 8> chunks_in_group;
@@ -696,7 +691,6 @@ INSTANTIATE_TEST_SUITE_P(RowBytes, SwizzleLdmatrix, ::testing::Values(64, 128),
 
 // =============================================================================================
 // Exercise 6: MmaGemm
-COURSE_POINTS(MmaGemm, 20);
 
 constexpr std::int64_t kGemmTile = 64;  // the kernel's block tile (for the messages)
 const GemmFn<bfloat16> kGemmMma = d09::gemm_mma_bf16;
@@ -804,7 +798,6 @@ TEST_F(MmaGemmLargeIndex, ReadsRowsPastTwoToThe31) {
 
 // =============================================================================================
 // Exercise 7: Wgmma. Host: the descriptor's bit fields and the no-swizzle K-major layout.
-COURSE_POINTS(Wgmma, 20);
 
 TEST(WgmmaDescriptor, PacksEveryFieldWhereThePtxIsaSays) {
   const std::uint32_t address = 0x2a40, lbo = 128, sbo = 4096;

@@ -130,11 +130,6 @@ course::Tolerance bf16_tolerance(std::int64_t K) {
 constexpr course::Tolerance kFp8Tolerance{1e-2, 3e-2};
 
 // ---------------------------------------------------------------- Steps 1-5: float32
-COURSE_POINTS(GemmNaive, 5);
-COURSE_POINTS(GemmSmem, 5);
-COURSE_POINTS(GemmRegisterTile, 10);
-COURSE_POINTS(GemmVectorized, 10);
-COURSE_POINTS(GemmWarpTile, 15);
 
 using Fp32Gemm = void (*)(const float*, const float*, float*, std::int64_t, std::int64_t,
                           std::int64_t);
@@ -208,9 +203,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmVectorized, ::testing::ValuesIn(kVec4Shapes
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmWarpTile, ::testing::ValuesIn(kVec4Shapes), shape_param_name);
 
 // ---------------------------------------------------------------- bfloat16 (steps 6-7)
-COURSE_POINTS(GemmMma, 20);
-COURSE_POINTS(GemmWgmma, 25);
-COURSE_POINTS(GemmFp8, 10);
 
 using Bf16Gemm = std::function<void(const bfloat16*, const bfloat16*, bfloat16*, std::int64_t,
                                     std::int64_t, std::int64_t)>;

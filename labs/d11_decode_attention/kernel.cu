@@ -116,7 +116,7 @@ __device__ __forceinline__ unsigned divide_by_page_size(unsigned token, const Ke
 // Exercise 3 (a) — the tokens of split `split` (lesson §6.1): contiguous ranges of
 // ceil(len / num_splits) tokens; the last splits of a short sequence are empty.
 __host__ __device__ inline SplitRange split_range_of(std::int64_t len, int num_splits, int split) {
-  // TODO(d11.5) (lesson §6.1): chunk = ceil(len / num_splits) (64-bit); split `split` covers
+  // TODO(d11.3a) (lesson §6.1): chunk = ceil(len / num_splits) (64-bit); split `split` covers
   // [begin, end) with begin = min(len, split * chunk) and end = min(len, begin + chunk). Write
   // the minimum with ?: (std::min is host-only, and this function runs on both sides).
   return SplitRange{};
@@ -140,7 +140,7 @@ template <class T, int kHeadDim>
 __device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
                                                const std::int32_t* __restrict__ pages,
                                                int tile_begin, int end) {
-  // TODO(d11.2) (lesson §5.2): for j < TileShape<kHeadDim>::kChunksPerThread, chunk j of this
+  // TODO(d11.2a) (lesson §5.2): for j < TileShape<kHeadDim>::kChunksPerThread, chunk j of this
   // thread is token tile_begin + (j * kThreads + threadIdx.x) / Shape::kLanesPerToken of the
   // sequence. When token < end: its page is __ldg(pages + token / p.page_size) (the quotient by
   // divide_by_page_size, given: no divide instruction), its slot token % p.page_size, and
@@ -165,7 +165,7 @@ __device__ TileRows<kHeadDim> lookup_tile_rows(const KernelParams<T>& p,
 template <class T, int kHeadDim>
 __device__ void load_kv_tile(T* stage, const KernelParams<T>& p, const TileRows<kHeadDim>& rows,
                              int kv_head, int tile_begin, int end) {
-  // TODO(d11.2) (lesson §5.2): k_tile = stage, v_tile = stage + Shape::kTokens * kHeadDim (using
+  // TODO(d11.2a) (lesson §5.2): k_tile = stage, v_tile = stage + Shape::kTokens * kHeadDim (using
   // Shape = TileShape<kHeadDim>). For j < Shape::kChunksPerThread: chunk c = j * kThreads +
   // threadIdx.x of the tile is token i = c / Shape::kLanesPerToken, 16-byte chunk
   // c % Shape::kLanesPerToken of its row. Token tile_begin + i is valid when < end; then its
@@ -203,7 +203,7 @@ struct OnlineState {
 template <class T, int kHeadDim, int kGroupSize>
 __device__ void attend_tile(const T* stage, const float (&q)[kGroupSize][kChunkElems],
                             OnlineState<kGroupSize>& st, int group, int part, int valid) {
-  // TODO(d11.3) (lesson §4.2, §5.3): this lane group's tokens are i = group * kTokensPerGroup + j,
+  // TODO(d11.2b) (lesson §4.2, §5.3): this lane group's tokens are i = group * kTokensPerGroup + j,
   // j < kTokensPerGroup, and this lane's 8 elements of a row start at part * 8.
   // 1. For each j: load the lane's 8 elements of K row i (one Vec<T, 8>), and for each head g the
   //    partial dot product with q[g] (already scaled by scale * log2 e) into s[g][j].
@@ -226,7 +226,7 @@ template <class T, int kHeadDim, int kGroupSize, bool kSplit>
 __device__ void finish_block(float* scratch, const OnlineState<kGroupSize>& st,
                              const KernelParams<T>& p, int group, int part, int b, int kv_head,
                              int split) {
-  // TODO(d11.4) (lesson §4.4): in `scratch` (floats), lay out acc_s
+  // TODO(d11.2c) (lesson §4.4): in `scratch` (floats), lay out acc_s
   // [kGroups][kGroupSize][kHeadDim], then m_s, l_s and weight_s, each [kGroups][kGroupSize] (using
   // Shape = TileShape<kHeadDim>).
   // 1. Each lane writes its acc[g][8] at acc_s[(group * kGroupSize + g) * kHeadDim + part * 8];
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(kMergeThreads)
     merge_splits_kernel(const float* __restrict__ partial_o, const float* __restrict__ partial_lse,
                         T* __restrict__ o, float* __restrict__ lse, std::int64_t rows,
                         int num_splits) {
-  // TODO(d11.6) (lesson §6.2): one warp per row: row = blockIdx.x * kMergeWarps + warp (64-bit);
+  // TODO(d11.3b) (lesson §6.2): one warp per row: row = blockIdx.x * kMergeWarps + warp (64-bit);
   // return when row >= rows (the whole warp). m = the warp's max of partial_lse[row * num_splits
   // + s] (lanes stride over s, then course::warp_max). Then for every split s: w = expf(lse_s -
   // m), total += w, and the lane's kHeadDim / 32 floats of partial_o[(row * num_splits + s) *

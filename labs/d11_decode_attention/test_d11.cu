@@ -60,7 +60,6 @@ using course::half;
 namespace ref = course::reference;
 
 // ---------------------------------------------------------------- Exercise 1: PagedKvValidation
-COURSE_POINTS(PagedKvValidation, 10);
 
 // A valid batch: 3 sequences of 20, 16 and 1 tokens in pages of 16 (2, 1 and 1 pages) of a cache
 // of 8 pages, 2 KV heads of 128; 8 query heads (ratio 4).
@@ -237,7 +236,6 @@ TEST(PagedKvValidation, RejectsASequenceOf2To31Tokens) {
 }
 
 // ---------------------------------------------------------------- Exercise 3 (host): SplitKvRanges
-COURSE_POINTS(SplitKv, 20);
 
 ::testing::AssertionResult splits_cover(std::int64_t len, int num_splits) {
   const std::int64_t chunk = (len + num_splits - 1) / num_splits;
@@ -249,7 +247,7 @@ COURSE_POINTS(SplitKv, 20);
                               std::to_string(r.begin) + ", " + std::to_string(r.end) + "): ";
     if (r.begin != covered)
       return ::testing::AssertionFailure() << where << "should start at " << covered
-                                           << ", where the previous split ended (TODO(d11.5))";
+                                           << ", where the previous split ended (TODO(d11.3a))";
     if (r.end < r.begin || r.end - r.begin > chunk)
       return ::testing::AssertionFailure()
              << where << "should hold 0 .. ceil(len / splits) = " << chunk << " tokens";
@@ -262,7 +260,7 @@ COURSE_POINTS(SplitKv, 20);
   if (covered != len)
     return ::testing::AssertionFailure()
            << "len " << len << ", " << num_splits << " splits: the splits cover " << covered
-           << " tokens, not all of them (TODO(d11.5))";
+           << " tokens, not all of them (TODO(d11.3a))";
   return ::testing::AssertionSuccess();
 }
 
@@ -506,8 +504,7 @@ void with_dtype(ElementType t, Fn&& fn) {
 float default_scale(int head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 
 // ---------------------------------------------------------------- Exercise 2: DecodeAttention
-COURSE_POINTS(DecodeAttention, 30);
-const std::string kTodoAttention = "no split: TODO(d11.2) tiles, (d11.3) softmax, (d11.4) output";
+const std::string kTodoAttention = "no split: TODO(d11.2a) tiles, (d11.2b) softmax, (d11.2c) output";
 
 class DecodeAttention : public course::GpuTest, public ::testing::WithParamInterface<Config> {};
 
@@ -572,7 +569,7 @@ TEST_P(DecodeAttention, LargeLogits) {
 INSTANTIATE_TEST_SUITE_P(Configs, DecodeAttention, ::testing::ValuesIn(configs()), config_name);
 
 // ---------------------------------------------------------------- Exercise 3: SplitKv
-const std::string kTodoSplit = "split-KV: TODO(d11.5) ranges, (d11.6) merge";
+const std::string kTodoSplit = "split-KV: TODO(d11.3a) ranges, (d11.3b) merge";
 
 class SplitKv : public course::GpuTest, public ::testing::WithParamInterface<Config> {};
 

@@ -100,14 +100,6 @@ using course::bfloat16;
 using course::half;
 using course::observed;
 
-COURSE_POINTS(CacheKey, 5);
-COURSE_POINTS(CacheEntry, 10);
-COURSE_POINTS(DiskCache, 15);
-COURSE_POINTS(NvrtcCompile, 15);
-COURSE_POINTS(KernelCache, 15);
-COURSE_POINTS(RmsNormTemplate, 15);
-COURSE_POINTS(GemmTemplate, 15);
-COURSE_POINTS(Autotune, 10);
 
 // A fresh, empty cache folder for one test, removed at the end.
 class TempDir {

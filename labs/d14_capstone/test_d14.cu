@@ -109,7 +109,6 @@ bool runs(const char* what, const std::function<void()>& call) {
 }
 
 // ---------------------------------------------------------------- Exercise 1a: RopeInvFreq
-COURSE_POINTS(RopeInvFreq, 5);
 
 TEST(RopeInvFreq, IsThetaToTheMinusTwoIOverD) {
   for (int dim : {64, 128, 256})
@@ -118,7 +117,7 @@ TEST(RopeInvFreq, IsThetaToTheMinusTwoIOverD) {
       ASSERT_EQ(got.size(), static_cast<std::size_t>(dim / 2));
       for (int i = 0; i < dim / 2; ++i) {
         const double want = std::pow(static_cast<double>(theta), -2.0 * i / dim);
-        ASSERT_NE(got[i], -1.0f) << "rope_inv_freq returned -1: not written yet (TODO(d14.1))";
+        ASSERT_NE(got[i], -1.0f) << "rope_inv_freq returned -1: not written yet (TODO(d14.1a))";
         ASSERT_NEAR(got[i], want, 4e-7 * want)
             << "pair " << i << " of head_dim " << dim << ", theta " << theta
             << ": expected theta^(-2 i / head_dim) = " << want << " (lesson §3.1)";
@@ -129,13 +128,12 @@ TEST(RopeInvFreq, IsThetaToTheMinusTwoIOverD) {
 TEST(RopeInvFreq, StartsAtOneAndFallsTowardOneOverTheta) {
   const std::vector<float> f = student_inv_freqs(128, 10000.0f);
   ASSERT_EQ(f.size(), 64u);
-  ASSERT_NE(f[0], -1.0f) << "rope_inv_freq returned -1: not written yet (TODO(d14.1))";
+  ASSERT_NE(f[0], -1.0f) << "rope_inv_freq returned -1: not written yet (TODO(d14.1a))";
   EXPECT_EQ(f[0], 1.0f) << "pair 0 turns at one radian per position";
   for (int i = 1; i < 64; ++i) EXPECT_LT(f[i], f[i - 1]) << "later pairs turn more slowly";
 }
 
 // ---------------------------------------------------------------- Exercise 1b: RopeQkv
-COURSE_POINTS(RopeQkv, 20);
 
 class RopeQkv : public course::GpuTest {};
 
@@ -269,14 +267,13 @@ TEST_F(RopeQkvLargeIndex, RotatesTokensPastTwoToThe31) {
   const std::string shape = " of " + std::to_string(tokens) +
                             " tokens, 32 + 2 x 1 heads of 128 (q: 2^31 + " +
                             std::to_string(n_q - course::kTwoTo31) +
-                            " elements; TODO(d14.2): " + "the offsets t * row in 64 bits)";
+                            " elements; TODO(d14.1b): " + "the offsets t * row in 64 bits)";
   COURSE_EXPECT_SAMPLES_MATCH(got_q, want.q, at_q, opts(kDim, "q" + shape));
   COURSE_EXPECT_SAMPLES_MATCH(got_k, want.k, at_kv, opts(kDim, "k" + shape));
   COURSE_EXPECT_SAMPLES_MATCH(got_v, want.v, at_kv, opts(kDim, "v" + shape));
 }
 
 // ---------------------------------------------------------------- Exercise 2: SiluAndMul
-COURSE_POINTS(SiluAndMul, 15);
 
 class SiluAndMul : public course::GpuTest {};
 
@@ -308,8 +305,6 @@ TEST_F(SiluAndMul, HandlesOddWidthsAndMisalignedPointers) {
 }
 
 // ---------------------------------------------------------------- Exercise 3: DecoderLayer
-COURSE_POINTS(DecoderLayer, 40);
-COURSE_POINTS(LayerTrace, 20);
 
 // The layer's output comes after nine stages, each storing bfloat16; the reference rounds at the
 // same places, so what is left is an intermediate that the GPU's float32 and the reference's
@@ -452,7 +447,7 @@ TEST_F(LayerTrace, RecordsEveryStageInOrderAndWritesAChromeTrace) {
   const std::size_t count = observed(stages.size(), "stages recorded");
   ASSERT_EQ(count, names.size()) << "the recorder saw " << count << " stages, the layer has "
                                  << names.size()
-                                 << ": open a Stage around each of them (TODO(d14.4), lesson §6)";
+                                 << ": open a Stage around each of them (TODO(d14.3), lesson §6)";
   double previous_end = 0.0;
   for (std::size_t i = 0; i < count; ++i) {
     const std::string name = observed(stages[i].name, "stage name");

@@ -193,20 +193,20 @@ void CachingPool::Impl::put_in_cache(Block* block) {
 // ---------------------------------------------------------------------------------------------
 // Step 1 — sizes (lesson §2).
 std::size_t round_size(std::size_t bytes) {
-  // >>> STARTER d08.1
-  //|  // TODO(d08.1): round `bytes` up to a multiple of kMinBlockSize, as lab.h says (lesson §2).
+  // >>> STARTER d08.1a
+  //|  // TODO(d08.1a): round `bytes` up to a multiple of kMinBlockSize, as lab.h says (lesson §2).
   //|  return 0;  // placeholder: no size yet
   // === SOLUTION
   // Rounding to 512 bytes keeps every block 512-byte aligned (segments are) and makes blocks
   // of nearly equal requests interchangeable, so a freed block fits the next request.
   if (bytes == 0) return kMinBlockSize;
   return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
-  // <<< d08.1
+  // <<< d08.1a
 }
 
 std::size_t segment_size(std::size_t size) {
-  // >>> STARTER d08.1
-  //|  // TODO(d08.1): kSmallSegmentSize for a small block (size <= kSmallSize), else size rounded
+  // >>> STARTER d08.1a
+  //|  // TODO(d08.1a): kSmallSegmentSize for a small block (size <= kSmallSize), else size rounded
   //|  // up to a multiple of kLargeSegmentRound (lesson §2).
   //|  return 0;  // placeholder: no size yet
   // === SOLUTION
@@ -215,7 +215,7 @@ std::size_t segment_size(std::size_t size) {
   // slightly larger request later.
   if (size <= kSmallSize) return kSmallSegmentSize;
   return (size + kLargeSegmentRound - 1) / kLargeSegmentRound * kLargeSegmentRound;
-  // <<< d08.1
+  // <<< d08.1a
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,14 +228,14 @@ void* CachingPool::allocate(std::size_t bytes, cudaStream_t stream) {
 }
 
 void* CachingPool::Impl::allocate(std::size_t bytes, cudaStream_t stream) {
-  // >>> STARTER d08.2
-  //|  // TODO(d08.2): the allocation path (lesson §3). size = round_size(bytes), small = size <=
+  // >>> STARTER d08.1b
+  //|  // TODO(d08.1b): the allocation path (lesson §3). size = round_size(bytes), small = size <=
   //|  // kSmallSize; process_events() first (a block other streams are done with is reusable);
   //|  // block = find_cached(small, stream, size), taken out of its list with take_from_cache(),
   //|  // or else new_segment(...); split(block, size); mark it allocated, put it in `allocated`,
   //|  // and update stats.allocated_bytes (the block's full size), allocated_blocks and
   //|  // peak_allocated_bytes. Return block->ptr.
-  //|  throw std::logic_error("TODO(d08.2): CachingPool::allocate is not written yet (lesson 8 §3)");
+  //|  throw std::logic_error("TODO(d08.1b): CachingPool::allocate is not written yet (lesson 8 §3)");
   // === SOLUTION
   // Events first: a block another stream has finished with is as good as any cached block.
   const std::size_t size = round_size(bytes);
@@ -254,12 +254,12 @@ void* CachingPool::Impl::allocate(std::size_t bytes, cudaStream_t stream) {
   ++stats.allocated_blocks;
   stats.peak_allocated_bytes = std::max(stats.peak_allocated_bytes, stats.allocated_bytes);
   return block->ptr;
-  // <<< d08.2
+  // <<< d08.1b
 }
 
 Block* CachingPool::Impl::find_cached(bool small, cudaStream_t stream, std::size_t size) {
-  // >>> STARTER d08.2
-  //|  // TODO(d08.2): best fit among this stream's cached blocks of the pool (lesson §3.2): the
+  // >>> STARTER d08.1b
+  //|  // TODO(d08.1b): best fit among this stream's cached blocks of the pool (lesson §3.2): the
   //|  // smallest block of `stream` with size >= `size`, the lowest address among equal sizes.
   //|  // BlockOrder sorts the free lists by exactly that key: one lower_bound finds it.
   //|  return nullptr;  // placeholder: nothing is ever reused
@@ -274,17 +274,17 @@ Block* CachingPool::Impl::find_cached(bool small, cudaStream_t stream, std::size
   const auto it = list.lower_bound(&key);
   if (it == list.end() || (*it)->stream != stream) return nullptr;
   return *it;
-  // <<< d08.2
+  // <<< d08.1b
 }
 
 Block* CachingPool::Impl::new_segment(bool small, cudaStream_t stream, std::size_t bytes,
                                       std::size_t size) {
-  // >>> STARTER d08.7
-  //|  // TODO(d08.7): a new segment of segment_size(size) bytes from backend.allocate() (lesson
+  // >>> STARTER d08.1g
+  //|  // TODO(d08.1g): a new segment of segment_size(size) bytes from backend.allocate() (lesson
   //|  // §6). When it returns nullptr, release_cached_segments() and try once more; when that fails
   //|  // too, throw OutOfMemory(out_of_memory_message(bytes, segment)). Otherwise a new Block that
   //|  // spans the segment (no neighbours); reserved_bytes and segments grow.
-  //|  throw std::logic_error("TODO(d08.7): CachingPool has no new_segment yet (lesson 8 §6)");
+  //|  throw std::logic_error("TODO(d08.1g): CachingPool has no new_segment yet (lesson 8 §6)");
   // === SOLUTION
   // Cached segments are memory nobody uses: giving them back can make room for the request,
   // and costs only future cudaMallocs. One retry, not a loop: after it nothing else can change.
@@ -303,14 +303,14 @@ Block* CachingPool::Impl::new_segment(bool small, cudaStream_t stream, std::size
   stats.reserved_bytes += segment;
   ++stats.segments;
   return block;
-  // <<< d08.7
+  // <<< d08.1g
 }
 
 std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::size_t segment) {
-  // >>> STARTER d08.7
-  //|  // TODO(d08.7): the message of OutOfMemory, word for word as lab.h writes it (lesson §6),
+  // >>> STARTER d08.1g
+  //|  // TODO(d08.1g): the message of OutOfMemory, word for word as lab.h writes it (lesson §6),
   //|  // with backend.info() for the device's free and total bytes.
-  //|  return "TODO(d08.7): the out-of-memory message";
+  //|  return "TODO(d08.1g): the out-of-memory message";
   // === SOLUTION
   // Everything a reader needs to tell "the model does not fit" (allocated near the total) from
   // "the cache is fragmented" (much cached) from "another process holds it" (little free).
@@ -322,14 +322,14 @@ std::string CachingPool::Impl::out_of_memory_message(std::size_t bytes, std::siz
       << stats.cached_bytes << " cached); the device has " << info.free_bytes << " of "
       << info.total_bytes << " bytes free";
   return msg.str();
-  // <<< d08.7
+  // <<< d08.1g
 }
 
 // ---------------------------------------------------------------------------------------------
 // Step 3 — splitting and coalescing (lesson §3.3).
 void CachingPool::Impl::split(Block* block, std::size_t size) {
-  // >>> STARTER d08.3
-  //|  // TODO(d08.3): split `block` (in no list) into [size | rest] when the rest is worth keeping:
+  // >>> STARTER d08.1c
+  //|  // TODO(d08.1c): split `block` (in no list) into [size | rest] when the rest is worth keeping:
   //|  // rest >= kMinBlockSize for a small block, rest > kSmallSize for a large one (lesson §3.3).
   //|  // The rest is a new Block just above `block` in the segment's list (fix prev and next on
   //|  // both sides), of the same stream and pool, and goes into the cache with put_in_cache().
@@ -351,7 +351,7 @@ void CachingPool::Impl::split(Block* block, std::size_t size) {
   block->next = remainder;
   block->size = size;
   put_in_cache(remainder);
-  // <<< d08.3
+  // <<< d08.1c
 }
 
 void CachingPool::free(void* ptr) {
@@ -360,13 +360,13 @@ void CachingPool::free(void* ptr) {
 }
 
 void CachingPool::Impl::free(void* ptr) {
-  // >>> STARTER d08.3
-  //|  // TODO(d08.3): take the block back (lesson §3.3, §4). Find it in `allocated` (throw
+  // >>> STARTER d08.1c
+  //|  // TODO(d08.1c): take the block back (lesson §3.3, §4). Find it in `allocated` (throw
   //|  // std::invalid_argument when it is not there), erase it, update allocated_bytes and
   //|  // allocated_blocks. With no stream_uses: cache(block). Otherwise record one event per
   //|  // stream in stream_uses (backend.record_event), clear stream_uses, add the block to
   //|  // `pending` and its size to pending_bytes (step 4).
-  //|  throw std::logic_error("TODO(d08.3): CachingPool::free is not written yet (lesson 8 §3.3)");
+  //|  throw std::logic_error("TODO(d08.1c): CachingPool::free is not written yet (lesson 8 §3.3)");
   // === SOLUTION
   // A block another stream still uses waits for events recorded on those streams NOW: they
   // complete once everything queued on them so far (the work that reads this block) has run.
@@ -387,12 +387,12 @@ void CachingPool::Impl::free(void* ptr) {
   block->stream_uses.clear();
   pending.push_back(block);
   stats.pending_bytes += block->size;
-  // <<< d08.3
+  // <<< d08.1c
 }
 
 void CachingPool::Impl::cache(Block* block) {
-  // >>> STARTER d08.3
-  //|  // TODO(d08.3): merge `block` (free, in no list) with the neighbours prev and next when they
+  // >>> STARTER d08.1c
+  //|  // TODO(d08.1c): merge `block` (free, in no list) with the neighbours prev and next when they
   //|  // are cached (Block::cached()): take each out of its list, add its size, unlink and delete
   //|  // it. Then put_in_cache() what is left (lesson §3.3).
   //|  put_in_cache(block);  // placeholder: caches the block without merging
@@ -415,7 +415,7 @@ void CachingPool::Impl::cache(Block* block) {
     delete next;
   }
   put_in_cache(block);
-  // <<< d08.3
+  // <<< d08.1c
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,12 +426,12 @@ void CachingPool::record_stream(void* ptr, cudaStream_t stream) {
 }
 
 void CachingPool::Impl::record_stream(void* ptr, cudaStream_t stream) {
-  // >>> STARTER d08.4
-  //|  // TODO(d08.4): find the block in `allocated` (std::invalid_argument if it is not there) and
+  // >>> STARTER d08.1d
+  //|  // TODO(d08.1d): find the block in `allocated` (std::invalid_argument if it is not there) and
   //|  // add `stream` to its stream_uses, unless it is the block's own stream or already listed
   //|  // (lesson §4).
   //|  throw std::logic_error(
-  //|      "TODO(d08.4): CachingPool::record_stream is not written yet (lesson 8 §4)");
+  //|      "TODO(d08.1d): CachingPool::record_stream is not written yet (lesson 8 §4)");
   // === SOLUTION
   // The block's own stream needs no event: whatever it queues after the free runs after the
   // work queued before it.
@@ -443,12 +443,12 @@ void CachingPool::Impl::record_stream(void* ptr, cudaStream_t stream) {
   if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
       block->stream_uses.end())
     block->stream_uses.push_back(stream);
-  // <<< d08.4
+  // <<< d08.1d
 }
 
 void CachingPool::Impl::process_events() {
-  // >>> STARTER d08.4
-  //|  // TODO(d08.4): every pending block whose events have ALL completed
+  // >>> STARTER d08.1d
+  //|  // TODO(d08.1d): every pending block whose events have ALL completed
   //|  // (backend.event_completed): release its events (backend.release_event), clear them,
   //|  // subtract its size from pending_bytes and cache() it. The others stay pending (lesson §4.2).
   //|  // placeholder: nothing pending is ever cached
@@ -469,7 +469,7 @@ void CachingPool::Impl::process_events() {
     cache(block);
   }
   pending.swap(still_pending);
-  // <<< d08.4
+  // <<< d08.1d
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,8 +485,8 @@ void CachingPool::reset_peak() {
 }
 
 PoolStats CachingPool::Impl::snapshot() {
-  // >>> STARTER d08.5
-  //|  // TODO(d08.5): process_events(), then a copy of `stats` with largest_cached_block (the
+  // >>> STARTER d08.1e
+  //|  // TODO(d08.1e): process_events(), then a copy of `stats` with largest_cached_block (the
   //|  // largest block in either free list) and fragmentation = 1 - largest / cached_bytes (0 when
   //|  // nothing is cached) filled in (lesson §5.1).
   //|  return stats;  // placeholder: no largest block, no fragmentation
@@ -503,7 +503,7 @@ PoolStats CachingPool::Impl::snapshot() {
                                         : 1.0 - static_cast<double>(s.largest_cached_block) /
                                                     static_cast<double>(s.cached_bytes);
   return s;
-  // <<< d08.5
+  // <<< d08.1e
 }
 
 std::size_t CachingPool::empty_cache() {
@@ -513,8 +513,8 @@ std::size_t CachingPool::empty_cache() {
 }
 
 std::size_t CachingPool::Impl::release_cached_segments() {
-  // >>> STARTER d08.6
-  //|  // TODO(d08.6): every cached block with no neighbours (prev and next null) is a whole segment:
+  // >>> STARTER d08.1f
+  //|  // TODO(d08.1f): every cached block with no neighbours (prev and next null) is a whole segment:
   //|  // take it from the cache, backend.free() it, update reserved_bytes and segments, delete it.
   //|  // Return the bytes released (lesson §5.2).
   //|  return 0;  // placeholder: releases nothing
@@ -534,7 +534,7 @@ std::size_t CachingPool::Impl::release_cached_segments() {
     delete block;
   }
   return released;
-  // <<< d08.6
+  // <<< d08.1f
 }
 // >>> STARTER
 // === SOLUTION
@@ -570,15 +570,15 @@ __device__ __forceinline__ int tile_valid(std::int64_t tile, std::int64_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 8 — a tile with CUB's block primitives (lesson §10.2). load_and_scan_tile: the
+// Exercise 2 — a tile with CUB's block primitives (lesson §10.2). load_and_scan_tile: the
 // inclusive scan of tile `tile` of x into items (blocked), its total returned to every thread;
 // store_tile: items + add written to the tile of y. Both end with the storage free for reuse.
 __device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* __restrict__ x,
                                                             std::int64_t tile, int valid,
                                                             std::uint32_t (&items)[kScanItems],
                                                             ScanTileStorage& storage) {
-  // >>> STARTER d08.8
-  //|  // TODO(d08.8): load the tile with ScanLoad (all kScanTile elements, or only `valid` with 0
+  // >>> STARTER d08.2
+  //|  // TODO(d08.2): load the tile with ScanLoad (all kScanTile elements, or only `valid` with 0
   //|  // past them), convert to uint32, InclusiveSum with ScanBlockScan into items, return the
   //|  // total; a __syncthreads() before reusing `storage` for the next primitive (lesson §10.2).
   //|  for (auto& v : items) v = 0;  // placeholder: no scan yet
@@ -600,14 +600,14 @@ __device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* 
   ScanBlockScan(storage.scan).InclusiveSum(items, items, total);
   __syncthreads();  // storage.scan -> whatever comes next
   return total;
-  // <<< d08.8
+  // <<< d08.2
 }
 
 __device__ __forceinline__ void store_tile(std::int32_t* __restrict__ y, std::int64_t tile,
                                            int valid, const std::uint32_t (&items)[kScanItems],
                                            std::uint32_t add, ScanTileStorage& storage) {
-  // >>> STARTER d08.8
-  //|  // TODO(d08.8): items[j] + add as int32, stored with ScanStore (only `valid` elements in a
+  // >>> STARTER d08.2
+  //|  // TODO(d08.2): items[j] + add as int32, stored with ScanStore (only `valid` elements in a
   //|  // partial tile), then __syncthreads() (lesson §10.2).
   //|  // placeholder: y is left untouched
   // === SOLUTION
@@ -621,7 +621,7 @@ __device__ __forceinline__ void store_tile(std::int32_t* __restrict__ y, std::in
     ScanStore(storage.store).Store(tile_y, out, valid);
   }
   __syncthreads();  // storage.store -> whatever comes next
-  // <<< d08.8
+  // <<< d08.2
 }
 
 // One block per tile: the tile's own scan and its total.
@@ -638,14 +638,14 @@ __global__ void __launch_bounds__(kScanThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 9 — reduce-then-scan (lesson §11.2). Pass 1 reduces every tile to its total, pass 2
+// Exercise 3 — reduce-then-scan (lesson §11.2). Pass 1 reduces every tile to its total, pass 2
 // (one block) scans the totals, pass 3 scans every tile again, starting from the totals of the
 // tiles before it. x is read twice: 3 x 4n bytes in all.
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_reduce_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ tile_sums,
                          std::int64_t n) {
-  // >>> STARTER d08.9
-  //|  // TODO(d08.9): tile_sums[tile] = the sum of the tile (lesson §11.2): ScanLoad, each thread's
+  // >>> STARTER d08.3
+  //|  // TODO(d08.3): tile_sums[tile] = the sum of the tile (lesson §11.2): ScanLoad, each thread's
   //|  // sum, ScanBlockReduce::Sum (valid in thread 0).
   //|  // placeholder: no totals
   // === SOLUTION
@@ -664,7 +664,7 @@ __global__ void __launch_bounds__(kScanThreads)
   for (int j = 0; j < kScanItems; ++j) sum += static_cast<std::uint32_t>(loaded[j]);
   const std::uint32_t total = ScanBlockReduce(storage.reduce).Sum(sum);  // valid in thread 0
   if (threadIdx.x == 0) tile_sums[tile] = static_cast<std::int32_t>(total);
-  // <<< d08.9
+  // <<< d08.3
 }
 
 // One block walks over the tile totals kScanTile at a time, carrying the sum so far:
@@ -672,8 +672,8 @@ __global__ void __launch_bounds__(kScanThreads)
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_spine_kernel(const std::int32_t* __restrict__ tile_sums,
                         std::int32_t* __restrict__ prefixes, std::int64_t tiles) {
-  // >>> STARTER d08.9
-  //|  // TODO(d08.9): prefixes[t] = tile_sums[0] + ... + tile_sums[t] (lesson §11.2), kScanTile
+  // >>> STARTER d08.3
+  //|  // TODO(d08.3): prefixes[t] = tile_sums[0] + ... + tile_sums[t] (lesson §11.2), kScanTile
   //|  // totals at a time with load_and_scan_tile and store_tile, carrying the sum of the chunks
   //|  // before.
   //|  // placeholder: no prefixes
@@ -687,14 +687,14 @@ __global__ void __launch_bounds__(kScanThreads)
     store_tile(prefixes, chunk, valid, items, carry, storage);
     carry += total;
   }
-  // <<< d08.9
+  // <<< d08.3
 }
 
 __global__ void __launch_bounds__(kScanThreads)
     scan_1_downsweep_kernel(const std::int32_t* __restrict__ x, std::int32_t* __restrict__ y,
                             const std::int32_t* __restrict__ prefixes, std::int64_t n) {
-  // >>> STARTER d08.9
-  //|  // TODO(d08.9): scan the tile again and store it plus the total of the tiles before it,
+  // >>> STARTER d08.3
+  //|  // TODO(d08.3): scan the tile again and store it plus the total of the tiles before it,
   //|  // prefixes[tile - 1] (0 for tile 0) (lesson §11.2).
   //|  // placeholder: y is left untouched
   // === SOLUTION
@@ -705,11 +705,11 @@ __global__ void __launch_bounds__(kScanThreads)
   load_and_scan_tile(x, tile, valid, items, storage);
   const std::uint32_t before = tile == 0 ? 0u : static_cast<std::uint32_t>(prefixes[tile - 1]);
   store_tile(y, tile, valid, items, before, storage);
-  // <<< d08.9
+  // <<< d08.3
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 10 — one pass, decoupled look-back (lesson §11.3). Every tile publishes a 64-bit
+// Exercise 4 — one pass, decoupled look-back (lesson §11.3). Every tile publishes a 64-bit
 // status word: the flag in the high half (X: nothing yet, A: the tile's own total, P: the
 // inclusive prefix up to and including the tile), the value in the low half.
 [[maybe_unused]] constexpr std::uint32_t kFlagX = 0, kFlagA = 1, kFlagP = 2;
@@ -733,25 +733,25 @@ __device__ __forceinline__ std::uint32_t status_value(std::uint64_t s) {
 // hoisted out of the loop and spin forever on a stale register (lesson §11.4).
 __device__ __forceinline__ void publish(unsigned long long* status, std::int64_t tile,
                                         std::uint32_t flag, std::uint32_t value) {
-  // >>> STARTER d08.10
-  //|  // TODO(d08.10): one 64-bit atomic store of pack_status(flag, value) into status[tile], with
+  // >>> STARTER d08.4
+  //|  // TODO(d08.4): one 64-bit atomic store of pack_status(flag, value) into status[tile], with
   //|  // cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> (lesson §11.4).
   //|  // placeholder: publishes nothing
   // === SOLUTION
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> word(status[tile]);
   word.store(pack_status(flag, value), cuda::memory_order_relaxed);
-  // <<< d08.10
+  // <<< d08.4
 }
 __device__ __forceinline__ std::uint64_t read_status(unsigned long long* status,
                                                      std::int64_t tile) {
-  // >>> STARTER d08.10
-  //|  // TODO(d08.10): one 64-bit atomic load of status[tile] (lesson §11.4). A plain load can be
+  // >>> STARTER d08.4
+  //|  // TODO(d08.4): one 64-bit atomic load of status[tile] (lesson §11.4). A plain load can be
   //|  // hoisted out of the look-back's spin loop.
   //|  return pack_status(kFlagP, 0);  // placeholder
   // === SOLUTION
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> word(status[tile]);
   return word.load(cuda::memory_order_relaxed);
-  // <<< d08.10
+  // <<< d08.4
 }
 
 // Warp 0 of tile `tile` (> 0) looks back 32 predecessors at a time: lane l waits until tile
@@ -759,8 +759,8 @@ __device__ __forceinline__ std::uint64_t read_status(unsigned long long* status,
 // to and including the first P it finds; with no P among them (all A), it adds all 32 and moves
 // 32 tiles further back. Tile 0 always publishes P, so the walk ends.
 __device__ std::uint32_t look_back(unsigned long long* status, std::int64_t tile) {
-  // >>> STARTER d08.10
-  //|  // TODO(d08.10): lane l waits (spins on read_status) until tile end - 1 - l has published A or
+  // >>> STARTER d08.4
+  //|  // TODO(d08.4): lane l waits (spins on read_status) until tile end - 1 - l has published A or
   //|  // P, the warp finds the nearest P with __ballot_sync, adds the values of the tiles up to it
   //|  // (__reduce_add_sync), or of all 32 and goes 32 tiles further back (lesson §11.3).
   //|  return 0;  // placeholder: no prefix
@@ -781,7 +781,7 @@ __device__ std::uint32_t look_back(unsigned long long* status, std::int64_t tile
     prefix += __reduce_add_sync(course::kFullMask, lane <= last ? status_value(s) : 0u);
     if (p_lanes != 0) return prefix;
   }
-  // <<< d08.10
+  // <<< d08.4
 }
 
 // Tiles are numbered by an atomic ticket, not by blockIdx.x: the hardware may start block 9
@@ -792,8 +792,8 @@ __global__ void __launch_bounds__(kScanThreads)
                                      std::int32_t* __restrict__ y, std::int64_t n,
                                      unsigned long long* __restrict__ ticket,
                                      unsigned long long* __restrict__ status) {
-  // >>> STARTER d08.10
-  //|  // TODO(d08.10): the tile number from atomicAdd(ticket, 1) (by thread 0, shared through
+  // >>> STARTER d08.4
+  //|  // TODO(d08.4): the tile number from atomicAdd(ticket, 1) (by thread 0, shared through
   //|  // shared memory), load_and_scan_tile, then warp 0: tile 0 publishes P (its total), any other
   //|  // publishes A (its total), looks back for its prefix and publishes P (prefix + total); the
   //|  // prefix goes to shared memory and every thread stores its items plus it (lesson §11.3).
@@ -823,7 +823,7 @@ __global__ void __launch_bounds__(kScanThreads)
   }
   __syncthreads();
   store_tile(y, tile, valid, items, prefix_shared, storage);
-  // <<< d08.10
+  // <<< d08.4
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -871,11 +871,11 @@ struct SampleStorage {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 11 — min-p and the draw (lesson §13.1, §13.3).
+// Exercise 5 — min-p and the draw (lesson §13.1, §13.3).
 __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
                          SampleStorage& storage) {
-  // >>> STARTER d08.11
-  //|  // TODO(d08.11): the largest probability of the row: each thread's maximum over a strided
+  // >>> STARTER d08.5
+  //|  // TODO(d08.5): the largest probability of the row: each thread's maximum over a strided
   //|  // loop, SampleReduceFloat with MaxOp (valid in thread 0), broadcast through storage.value
   //|  // (lesson §13.1).
   //|  return 0.0f;  // placeholder
@@ -886,7 +886,7 @@ __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
   if (threadIdx.x == 0) storage.value = m;
   __syncthreads();
   return storage.value;
-  // <<< d08.11
+  // <<< d08.5
 }
 
 // One pass over the row in chunks of kSampleChunk, thread t holding elements t * kSampleItems
@@ -897,8 +897,8 @@ __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
 __device__ float allowed_running_sum(const float* __restrict__ row, std::int64_t vocab,
                                      float threshold, float target, int* token,
                                      SampleStorage& storage) {
-  // >>> STARTER d08.11
-  //|  // TODO(d08.11): the running sum of the allowed probabilities (p >= threshold), in chunks of
+  // >>> STARTER d08.5
+  //|  // TODO(d08.5): the running sum of the allowed probabilities (p >= threshold), in chunks of
   //|  // kSampleChunk, thread t holding kSampleItems consecutive elements (lesson §13.3):
   //|  // SampleScanFloat::ExclusiveSum of each thread's sum gives where its running sum starts.
   //|  // With target < 0 return the total; otherwise set *token to the first index whose running
@@ -951,14 +951,14 @@ __device__ float allowed_running_sum(const float* __restrict__ row, std::int64_t
     *token = storage.token;
   }
   return carry;
-  // <<< d08.11
+  // <<< d08.5
 }
 
 // The draw of lab.h: M, then the first token whose running sum exceeds u * M.
 __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, float threshold,
                           float u, SampleStorage& storage) {
-  // >>> STARTER d08.11
-  //|  // TODO(d08.11): M = allowed_running_sum(..., -1.0f, ...), then the token of
+  // >>> STARTER d08.5
+  //|  // TODO(d08.5): M = allowed_running_sum(..., -1.0f, ...), then the token of
   //|  // allowed_running_sum(..., __fmul_rn(u, M), ...) (lesson §13.3).
   //|  return -1;  // placeholder: no token drawn
   // === SOLUTION
@@ -967,11 +967,11 @@ __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, flo
   // INVARIANT: u <= 1 - 2^-23, so u * M < M: some running sum exceeds it (up to rounding).
   allowed_running_sum(row, vocab, threshold, __fmul_rn(u, mass), &token, storage);
   return token;
-  // <<< d08.11
+  // <<< d08.5
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 12 — the pivot search for top-k and top-p, without sorting (lesson §13.2). For
+// Exercise 6 — the pivot search for top-k and top-p, without sorting (lesson §13.2). For
 // p >= 0 the float's bits, read as an unsigned integer, sort like the float. So the threshold
 // is found 8 bits at a time, from the top, like one digit of a radix sort: a histogram of the
 // next 8 bits among the elements that share the bits decided so far, weighted by 1 (top-k:
@@ -980,8 +980,8 @@ __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, flo
 // Returns the threshold, or 0 (keep everything) when the whole row weighs less than `target`.
 __device__ float pivot_search(const float* __restrict__ row, std::int64_t vocab, bool by_mass,
                               unsigned long long target, SampleStorage& storage) {
-  // >>> STARTER d08.12
-  //|  // TODO(d08.12): the threshold 8 bits at a time from the top (lesson §13.2): per pass, a
+  // >>> STARTER d08.6
+  //|  // TODO(d08.6): the threshold 8 bits at a time from the top (lesson §13.2): per pass, a
   //|  // shared histogram (bin_lo / bin_hi, 32-bit atomics with the carry) of the next 8 bits of
   //|  // the elements that share the bits decided so far, weighted by 1 or by p * kMassScale; an
   //|  // inclusive scan of the bins from the largest down (thread j holds bin 255 - j); the bin
@@ -1029,7 +1029,7 @@ __device__ float pivot_search(const float* __restrict__ row, std::int64_t vocab,
     __syncthreads();  // everyone has read storage before the next pass resets it
   }
   return __uint_as_float(prefix);
-  // <<< d08.12
+  // <<< d08.6
 }
 
 // One block per row: the threshold of the filter, then the draw.

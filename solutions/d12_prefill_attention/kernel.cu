@@ -238,8 +238,8 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
 
   // Exercise 5 (lesson §8): the longest-first order of the query tiles, and the KV head that
   // this query head shares with the num_heads / num_kv_heads heads of its group (GQA).
-  // >>> STARTER d12.6
-  //|  // TODO(d12.6) (lesson §8.3): start the LAST query tiles first: rank 0 (the blocks that start
+  // >>> STARTER d12.5
+  //|  // TODO(d12.5) (lesson §8.3): start the LAST query tiles first: rank 0 (the blocks that start
   //|  // first) takes the last tile, q0 = kBlockM * (ranks - 1 - work.rank). And the KV head of a group
   //|  // of num_heads / num_kv_heads query heads is head / (num_heads / num_kv_heads); the
   //|  // placeholder below is right only without GQA.
@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
   // === SOLUTION
   const int q0 = kBlockM * (ranks - 1 - work.rank);
   const int kv_head = head / (args.num_heads / args.num_kv_heads);
-  // <<< d12.6
+  // <<< d12.5
 
   // INVARIANT: q0 is the same for the whole block, so the block leaves whole (the barriers
   // below see every thread).
@@ -371,8 +371,8 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
       }
       // <<< d12.3c
 
-      // >>> STARTER d12.5
-      //|      // TODO(d12.5) (lesson §4): only when t >= range.first_masked: s_acc[mi][j][e] = -inf where
+      // >>> STARTER d12.4
+      //|      // TODO(d12.4) (lesson §4): only when t >= range.first_masked: s_acc[mi][j][e] = -inf where
       //|      // key col = t * kN + 8 j + 2 tq + e % 2 is >= len_kv or, when args.causal, > row + offset,
       //|      // with row = q0 + warp * 32 + mi * 16 + g + (e / 2) * 8.
       // === SOLUTION
@@ -392,10 +392,10 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
             }
           }
       }
-      // <<< d12.5
+      // <<< d12.4
 
-      // >>> STARTER d12.4a
-      //|      // TODO(d12.4a) (lesson §3.3): the online softmax of the tile, for each m16 tile mi. The
+      // >>> STARTER d12.3d
+      //|      // TODO(d12.3d) (lesson §3.3): the online softmax of the tile, for each m16 tile mi. The
       //|      // tile's max of rows g (e = 0, 1) and g + 8 (e = 2, 3), over this lane's columns, then over
       //|      // the quad with __shfl_xor_sync 1 and 2. new max m; max_scaled = m * scale_log2 (0 while
       //|      // m = -inf); correction = fast_exp2(old m * scale_log2 - max_scaled); row_sum *=
@@ -451,10 +451,10 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
             row_sum[mi][e / 2] += p;
           }
         }
-        // <<< d12.4a
+        // <<< d12.3d
 
-        // >>> STARTER d12.4b
-        //|      // TODO(d12.4b) (lesson §7.2): O += P V. For every k16 step kk of the keys, m16 tile mi's A
+        // >>> STARTER d12.3e
+        //|      // TODO(d12.3e) (lesson §7.2): O += P V. For every k16 step kk of the keys, m16 tile mi's A
         //|      // fragment is {pack2<T>(s_acc[mi][2kk][0], [1]), pack2<T>(s_acc[mi][2kk][2], [3]), the same
         //|      // of s_acc[mi][2kk + 1]}; for every pair dd of n8 dim tiles one ldmatrix_x4_trans of V
         //|      // where lane l addresses key 16 kk + l % 8 + (l / 8) % 2 * 8, chunk 2 dd + l / 16; for each
@@ -486,13 +486,13 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
           }
         }
       }
-      // <<< d12.4b
+      // <<< d12.3e
     }
     cp_async_wait<0>();  // nothing of this block is in flight when it writes and leaves
   }
 
-  // >>> STARTER d12.4c
-  //|  // TODO(d12.4c) (lesson §3.4): the epilogue, for every block (also one with no tile). Sum
+  // >>> STARTER d12.3f
+  //|  // TODO(d12.3f) (lesson §3.4): the epilogue, for every block (also one with no tile). Sum
   //|  // row_sum over the quad (__shfl_xor_sync 1 and 2). o = o_acc / l (0 when l == 0), rounded with
   //|  // pack2<T>, written for the rows < len_q of o at (q_start + row) * q_stride + head * kHeadDim
   //|  // (16-byte stores through this warp's own 32 rows of q_s are fastest: __syncwarp() first, then
@@ -549,7 +549,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_1_mma_kernel(const Prefil
                                 static_cast<std::int64_t>(head) * kHeadDim + c * kChunkElems) = v;
     }
   }
-  // <<< d12.4c
+  // <<< d12.3f
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -565,14 +565,14 @@ __device__ course::MbarrierTimeout g_mbarrier_timeout;
 // mode (1: 128 bytes). Host and device share it: the test checks it on the host.
 __host__ __device__ inline std::uint64_t descriptor_bits(std::uint32_t address, std::uint32_t lbo,
                                                          std::uint32_t sbo) {
-  // >>> STARTER d12.7a
-  //|  // TODO(d12.7a) (lesson §9.3): the four fields above, each (x & 0x3FFFF) >> 4 shifted to its bit,
+  // >>> STARTER d12.6a
+  //|  // TODO(d12.6a) (lesson §9.3): the four fields above, each (x & 0x3FFFF) >> 4 shifted to its bit,
   //|  // and 1 << 62 for the 128-byte swizzle.
   //|  return 0;
   // === SOLUTION
   const auto field = [](std::uint32_t x) { return static_cast<std::uint64_t>((x & 0x3FFFF) >> 4); };
   return field(address) | field(lbo) << 16 | field(sbo) << 32 | std::uint64_t{1} << 62;
-  // <<< d12.7a
+  // <<< d12.6a
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -745,8 +745,8 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
                            const __grid_constant__ CUtensorMap k_map,
                            const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // >>> STARTER d12.7
-  //|  // TODO(d12.7) (lesson §9): the Hopper kernel, as the comment above describes. Carve the dynamic
+  // >>> STARTER d12.6
+  //|  // TODO(d12.6) (lesson §9): the Hopper kernel, as the comment above describes. Carve the dynamic
   //|  // shared memory from its first 1024-byte boundary: Q (kTileBytes), kHopperStages K tiles,
   //|  // kHopperStages V tiles, then the mbarriers q_full, full[stages] (1 arrival) and
   //|  // empty[stages] (8 arrivals: the consumer warps). Thread 0 inits them, fence_barrier_init(),
@@ -755,10 +755,10 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
   //|  // each tile waits for `empty` (bounded) from tile kHopperStages on, expects 2 * kTileBytes and
   //|  // issues K and V. Warpgroups 1-2 (setmaxnreg.inc 232): wait q_full, then per tile wait full[s],
   //|  // S by 8 wgmma_ss_m64n128k16 (descriptors: 16 / 1024, 32 bytes per k16 step, box kk / 4),
-  //|  // mask and online softmax as in TODO(d12.4a) and (d12.5) on s_acc[4 j + e], P packed as
+  //|  // mask and online softmax as in TODO(d12.3d) and (d12.4) on s_acc[4 j + e], P packed as
   //|  // mma.sync's A fragments, wgmma_fence(), 8 wgmma_rs_m64n128k16_trans_b (V at 2048 bytes per
   //|  // k16 step, descriptors kHalfBytes / 1024), commit, wgmma_wait<0>(), and one arrive on
-  //|  // empty[s] per warp. The epilogue as TODO(d12.4c), straight from the registers. Correct first;
+  //|  // empty[s] per warp. The epilogue as TODO(d12.3f), straight from the registers. Correct first;
   //|  // then the speed-ups of lesson §9.5 (wgmma_wait<1>, the named barriers).
   // === SOLUTION
   extern __shared__ __align__(128) unsigned char smem[];
@@ -1006,7 +1006,7 @@ __global__ void __launch_bounds__(kHopperThreads, 1)
       args.lse[static_cast<std::int64_t>(head) * args.total_q + q_start + row] =
           row_sum[r] > 0.0f ? (row_max[r] * scale_log2 + __log2f(row_sum[r])) * kLn2 : kNegInf;
   }
-  // <<< d12.7
+  // <<< d12.6
 #else
   // NOTE: never runs: the launcher refuses GPUs other than compute capability 9.0. The trap makes
   // it loud if it ever did, and lets the SASS checks tell this architecture's kernel from an

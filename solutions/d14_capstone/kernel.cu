@@ -36,15 +36,15 @@ constexpr int kSiluVec = course::kVec16<bf16>;  // 8 bfloat16 per 16-byte access
 // Exercise 1a — theta^(-2 pair / head_dim), computed in float64 and rounded once, so that the
 // host (the tests' reference) and the device get the same float (lesson §3.1).
 __host__ __device__ inline float inv_freq(int pair, int head_dim, float theta) {
-  // >>> STARTER d14.1
-  //|  // TODO(d14.1): return theta^(-2 pair / head_dim) (lesson §3.1). Compute it in float64
+  // >>> STARTER d14.1a
+  //|  // TODO(d14.1a): return theta^(-2 pair / head_dim) (lesson §3.1). Compute it in float64
   //|  // (exp2 and log2 of doubles) and round once to float, so that the host and the device get
   //|  // the same value. Until then: -1, which the tests read as "not written yet".
   //|  return -1.0f;
   // === SOLUTION
   const double exponent = -2.0 * static_cast<double>(pair) / static_cast<double>(head_dim);
   return static_cast<float>(exp2(exponent * log2(static_cast<double>(theta))));
-  // <<< d14.1
+  // <<< d14.1a
 }
 
 // Exercise 1b — one block per token. The head_dim / 2 angles of the token are the same for
@@ -56,8 +56,8 @@ __global__ void __launch_bounds__(kRopeThreads)
     rope_qkv_kernel(const bf16* __restrict__ qkv, const std::int32_t* __restrict__ positions,
                     bf16* __restrict__ q, bf16* __restrict__ k, bf16* __restrict__ v, int num_heads,
                     int num_kv_heads, int head_dim, float theta) {
-  // >>> STARTER d14.2
-  //|  // TODO(d14.2): one block per token t = blockIdx.x (lesson §3.2).
+  // >>> STARTER d14.1b
+  //|  // TODO(d14.1b): one block per token t = blockIdx.x (lesson §3.2).
   //|  //  1. The angles of the token are the same for every head: threads i < head_dim / 2 compute
   //|  //     a = positions[t] * inv_freq(i, head_dim, theta) in double, reduce it to [-pi, pi]
   //|  //     (a -= 2 pi rint(a / (2 pi))), take __sincosf of it as a float, and store cos and sin in
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kRopeThreads)
   const int v_elems = num_kv_heads * head_dim;
   const bf16* v_src = src_row + static_cast<std::int64_t>(num_heads + num_kv_heads) * head_dim;
   for (int e = threadIdx.x; e < v_elems; e += blockDim.x) v[t * v_elems + e] = v_src[e];
-  // <<< d14.2
+  // <<< d14.1b
 }
 
 // ------------------------------------------------------------------------------------------
@@ -110,8 +110,8 @@ template <int VEC>
 __global__ void __launch_bounds__(kSiluThreads)
     silu_and_mul_kernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out,
                         std::int64_t inter) {
-  // >>> STARTER d14.3
-  //|  // TODO(d14.3): token t = blockIdx.x; gate = its first inter values, up = the next inter
+  // >>> STARTER d14.2
+  //|  // TODO(d14.2): token t = blockIdx.x; gate = its first inter values, up = the next inter
   //|  // (lesson §4). Threads of the y-blocks walk the columns VEC at a time
   //|  // (i = (blockIdx.y * blockDim.x + threadIdx.x) * VEC, step gridDim.y * blockDim.x * VEC):
   //|  // load VEC gate and VEC up values with course::Vec<bf16, VEC>, compute
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kSiluThreads)
     }
     o.store(dst + i);
   }
-  // <<< d14.3
+  // <<< d14.2
 }
 
 // The batch's bookkeeping: cu_seqlens[b] = b * seq_len for b = 0 .. batch, and the position of
@@ -355,8 +355,8 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
                              course::ceil_div<std::int64_t>(tokens + 1, 256), 1024)),
                          256, 0, s>>>(ws.cu_seqlens, ws.positions, batch, seq_len);
   COURSE_LAUNCH_CHECK();
-  // >>> STARTER d14.4
-  //|  // TODO(d14.4): the nine stages of lab.h, in order, each inside its own scope that opens
+  // >>> STARTER d14.3
+  //|  // TODO(d14.3): the nine stages of lab.h, in order, each inside its own scope that opens
   //|  //   Stage st(recorder, "<name>", s);
   //|  // with the names of layer_stage_names() (NVTX range + timing events, lesson §6):
   //|  //   d06::fused_add_rmsnorm(x, residual, attn_norm, ws.h, ...)       add_rmsnorm_attn
@@ -425,7 +425,7 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
     Stage st(recorder, "down_gemm", s);
     gemm_bt(ws.act, weights.w_down, out, tokens, c.hidden, c.intermediate);
   }
-  // <<< d14.4
+  // <<< d14.3
   nvtxRangePop();
   bridge.finish();
 }

@@ -12,7 +12,7 @@ For every student (every subfolder of the submissions folder; its name is the st
      every case it reports passed is run again in the reference program with those
      observations (testrun.py): that verdict counts. The SASS checks read the student's compiled
      code; compute-sanitizer's memcheck/racecheck run, in the sandbox too, where the lab asks;
-  4. for each day whose tests all passed, time the GRADE_BENCHMARKS rows (the student's program
+  4. for each day whose tests all passed, time the graded rows (lab.json) (the student's program
      in the sandbox, fresh inputs of its own) and judge them here against the reference
      solution's rows measured in the same grading session: the rows, their physical floors and
      their times are the reference's, the student's program only contributes its times;
@@ -22,8 +22,8 @@ folder of the roster and the folders not graded with the reason; similar submiss
 (similarity.py). A student already graded with the same files and the same class build is not
 graded again (resumable). Students are graded in parallel; benchmarks take the GPU one at a time.
 
-Points (docs/grading.md): each exercise's points are declared next to its tests
-(COURSE_POINTS) and earned in proportion to its test cases that passed (a case that did not
+Points (docs/grading.md): each exercise's points are in its lab's manifest
+(labs/<lab>/lab.json) and earned in proportion to its test cases that passed (a case that did not
 run earns nothing: without a GPU the GPU cases are "not run", 0 points, with the reason); each
 sanitizer run graded on a day is worth SANITIZER_POINTS (a run that did not finish fails);
 performance points, PERFORMANCE_SHARE of the day's correctness points, come from the benchmarks
@@ -60,7 +60,7 @@ GRADER_VERSION = "2"
 PERFORMANCE_SHARE = 0.25  # performance points of a day, as a share of its correctness points
 BENCH_SHARE = 0.6  # of the performance points: the benchmarks (the rest: the SASS checks)
 SANITIZER_POINTS = 5.0  # each compute-sanitizer tool a lab grades
-DEFAULT_EXERCISE_POINTS = 10.0  # an exercise whose tests declare no COURSE_POINTS
+DEFAULT_EXERCISE_POINTS = 10.0  # a hidden tests' exercise that declares no COURSE_POINTS
 FULL_SPEED = 0.9  # a kernel at >= 90% of the solution's speed gets every benchmark point ...
 ZERO_SPEED = 0.5  # ... and at <= 50% none; linear in between
 SANITIZE_SECONDS = 300
@@ -198,10 +198,14 @@ _points_cache: Dict[str, Dict[str, float]] = {}
 
 
 def points_of(lab: Lab) -> Dict[str, float]:
-    """The points of the lab's exercises, from the class build's test program (the same test
-    code, hidden tests included, that every student's program is linked from)."""
+    """The points of the lab's exercises: lab.json's (through the class build's manifest), and
+    for exercises it does not name, those an instructor's hidden tests declare (COURSE_POINTS,
+    read from the class build's reference test program, never from a student's)."""
     if lab.solution.tests not in _points_cache:
-        _points_cache[lab.solution.tests] = exercise_points(lab.solution.tests)
+        declared = exercise_points(lab.solution.tests) if lab.hidden_tests else {}
+        points = {k: v for k, v in declared.items() if k not in lab.points}
+        points.update(lab.points)
+        _points_cache[lab.solution.tests] = points
     return _points_cache[lab.solution.tests]
 
 
@@ -428,7 +432,7 @@ class GpuLock:
 
 
 def reference_bench(m: Manifest, lab: Lab, opts: Options) -> Tuple[Optional[B.BenchRun], str]:
-    """The solution's GRADE_BENCHMARKS rows, measured once per grading session (trusted: the
+    """The solution's graded rows (lab.json), measured once per grading run (trusted: the
     solution's program, run by the grader), and why not when it could not run."""
     path = os.path.join(opts.out, "reference", f"bench-{lab.day}.json")
     if os.path.exists(path):

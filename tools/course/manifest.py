@@ -47,7 +47,7 @@ class Lab:
     day: str  # "d02"
     name: str  # "d02_coalescing"
     title: str
-    exercises: List[str]
+    exercises: List[str]  # the graded test suites, in order (lab.json's exercises' suites)
     host_suites: List[str]
     serial_suites: List[str]
     timeout: float
@@ -57,6 +57,8 @@ class Lab:
     sanitizers: List[str] = field(default_factory=list)  # compute-sanitizer tools graded
     grade_benchmarks: str = ""  # the benchmark rows a grader times ("" = all)
     hidden_tests: List[str] = field(default_factory=list)
+    points: Dict[str, float] = field(default_factory=dict)  # suite -> points (lab.json)
+    spec: str = ""  # labs/<lab>/lab.json
 
     @property
     def number(self) -> int:
@@ -125,7 +127,9 @@ def parse(doc: dict, path: str = MANIFEST) -> Manifest:
                 sass_checks=[SassCheck(**c) for c in d.get("sass_checks", [])],
                 sanitizers=list(d.get("sanitizers", [])),
                 grade_benchmarks=str(d.get("grade_benchmarks", "")),
-                hidden_tests=list(d.get("hidden_tests", []))))
+                hidden_tests=list(d.get("hidden_tests", [])),
+                points={str(k): float(v) for k, v in (d.get("points") or {}).items()},
+                spec=str(d.get("spec", ""))))
         labs.sort(key=lambda lab: lab.day)
         return Manifest(path=path, source_dir=doc["source_dir"], binary_dir=doc["binary_dir"],
                         python=doc.get("python", "python3"), cuobjdump=doc.get("cuobjdump", ""),
@@ -173,6 +177,6 @@ def to_json(m: Manifest) -> dict:
             "solution": programs(lab.solution),
             "sass_checks": [vars(c) for c in lab.sass_checks],
             "sanitizers": lab.sanitizers, "grade_benchmarks": lab.grade_benchmarks,
-            "hidden_tests": lab.hidden_tests,
+            "hidden_tests": lab.hidden_tests, "points": lab.points, "spec": lab.spec,
         } for lab in m.labs],
     }

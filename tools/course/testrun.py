@@ -1,7 +1,7 @@
 """One day's tests of one variant, run once, recorded for ctest, the course tool and the grader.
 
 `run_group` runs the test program of (lab, variant) through the runner, for the cases of one
-group ("main": everything that may share the GPU; "serial": the lab's SERIAL_SUITES), writes
+group ("main": everything that may share the GPU; "serial": the lab's serial_suites (lab.json)), writes
   <results_dir>/<day>.<variant>.<group>.json     every case's result (results.RunResults)
   <results_dir>/<day>.<variant>/<case file>       one file per case, what its ctest test reports
 and returns the results. `discover` writes the ctest script that registers those tests.
@@ -266,7 +266,7 @@ _cmake_quote = cmake_quote
 def check_lines(m: Manifest, lab: Lab, variant: str, tool: str) -> List[str]:
     """The checks of (lab, variant)'s compiled code and their ctest lines: the SASS checks
     (course_add_sass_check) when the kernel library exists, and for a graded student the
-    sanitizer runs the lab grades (course_add_lab's SANITIZERS), with the grader's time limit
+    sanitizer runs the lab grades (lab.json's sanitizers), with the grader's time limit
     (m.grading["sanitize_seconds"])."""
     q = _cmake_quote
     lines: List[str] = []
