@@ -12,7 +12,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from . import diagram
-from .draw import EDGE, LIGHT, PALETTE, arrow, box, canvas, cell, label, legend_cells
+from .draw import LIGHT, PALETTE, arrow, box, canvas, cell, label, legend_cells
 
 HILITE = PALETTE[4]   # vermilion: the one thread / lane the text follows
 HILITE_LIGHT = LIGHT[4]
