@@ -78,9 +78,9 @@ def mma_fragments() -> Figure:
              "B (16 x 8): rows 2t, 2t+1 (+8), column g")
     _operand(ax, 30.2, 1.6, 16, 8, 4, c_fragment, "c", "m", "n",
              "C and D (16 x 8, float32)")
-    legend_cells(ax, 1.3, 18.1, [(LIGHT[0], "a0 a1: A's register 0;  b0 b1: B's register 0;  c0 c1"),
-                                 (LIGHT[1], "a2 a3: A's register 1;  b2 b3: B's register 1;  c2 c3")],
-                 7.5)
+    legend_cells(ax, 1.3, 18.1,
+                 [(LIGHT[0], "a0 a1: A's register 0;  b0 b1: B's register 0;  c0 c1"),
+                  (LIGHT[1], "a2 a3: A's register 1;  b2 b3: B's register 1;  c2 c3")], 7.5)
     legend_cells(ax, 12.3, 18.1, [(LIGHT[2], "a4 a5: A's register 2"),
                                   (LIGHT[3], "a6 a7: A's register 3")], 7.5)
     label(ax, 20.0, 18.5, "Two 16-bit elements per 32-bit register, the even one in the low "
