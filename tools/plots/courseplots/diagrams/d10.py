@@ -262,3 +262,73 @@ def _bar(ax, x0: float, x1: float, y: float, face: str, text: str, color: str = 
         ax.text((x0 + x1) / 2, y + h / 2, text, ha="center", va="center", fontsize=6.3,
                 color=color, bbox=dict(facecolor=face, edgecolor="none", pad=0.3)
                 if hatch else None)
+
+
+@diagram("d10_sw128_descriptor")
+def sw128_descriptor() -> Figure:
+    """Step 7's A box in shared memory: 1024-byte swizzle atoms, and what one descriptor names."""
+    fig, ax = canvas(36.0, 13.8, inches_per_unit=0.34,
+                     title="Step 7: the A box of a stage (128 rows x 128 bytes, 128B-swizzled) "
+                           "as wgmma's descriptors see it")
+    # 1. One atom: 8 rows of 128 bytes; the TMA stored logical chunk c of row r at c ^ r.
+    x0, y0 = 2.2, 3.0
+    label(ax, x0 + 4, 1.3, "One swizzle atom: 8 rows x 128 bytes = 1024 bytes", 8.5,
+          ha="center", weight="bold")
+    label(ax, x0 + 4, 2.1, "cell: the k range stored there (bfloat16), colour: the k16 step",
+          6.8, ha="center", color=GREY)
+    for r in range(8):
+        label(ax, x0 - 0.15, y0 + r + 0.5, f"row {r}", 6.8, ha="right")
+        for p in range(8):
+            c = p ^ r  # logical chunk at physical chunk p of row r
+            cell(ax, x0 + p, y0 + r, f"k{8 * c}-\n{8 * c + 7}", LIGHT[c // 2], fontsize=6.2,
+                 lw=2.0 if c // 2 == 0 else 0.6, weight="bold" if c // 2 == 0 else "normal")
+    for p in range(8):
+        label(ax, x0 + p + 0.5, y0 - 0.35, f"{16 * p}", 6.2, ha="center", color=GREY)
+    label(ax, x0 + 4, y0 + 8.6, "byte offset of the chunk in its row (above); bold: what the "
+          "k16 step 0 reads", 6.8, ha="center")
+    label(ax, x0 + 4, y0 + 9.4, "k16 step kk reads k 16kk .. 16kk + 15: logical chunks 2kk, "
+          "2kk + 1", 6.8, ha="center")
+
+    # 2. The box: 16 atoms, consumer 0 reads atoms 0-7, consumer 1 atoms 8-15.
+    x1, y1, ah = 15.0, 2.6, 0.62
+    label(ax, x1 + 2.5, 1.3, "The A box: 16 atoms (16 KiB)", 8.5, ha="center", weight="bold")
+    for j in range(16):
+        cons = j // 8
+        box(ax, x1, y1 + j * ah, 5.0, ah, f"atom {j}: rows {8 * j}-{8 * j + 7}",
+            face=LIGHT[5] if cons == 0 else LIGHT[3], fontsize=6.2)
+    for cons in range(2):
+        yc = y1 + (8 * cons + 4) * ah
+        label(ax, x1 + 5.3, yc - 0.3, f"consumer {cons}:", 6.8)
+        label(ax, x1 + 5.3, yc + 0.4, f"rows {64 * cons}-{64 * cons + 63}", 6.8)
+    arrow(ax, (x1 - 0.3, y1 + 0.3), (x1 - 0.3, y1 + ah + 0.3), color=EDGE)
+    label(ax, x1 - 0.5, y1 + 0.62, "SBO", 6.8, ha="right")
+    label(ax, x1 - 0.5, y1 + 1.3, "1024 B", 6.8, ha="right")
+
+    # 3. The descriptor of consumer c, k16 step kk.
+    x2 = 24.0
+    label(ax, x2 + 5.8, 1.3, "Descriptor of consumer c, k16 step kk", 8.5, ha="center",
+          weight="bold")
+    lines = [
+        ("start address", "stage + 8192 c + 32 kk"),
+        ("", "(>> 4, bits 0-13)"),
+        ("leading offset", "16 bytes, unused here (bits 16-29)"),
+        ("stride offset", "1024 bytes: next atom (bits 32-45)"),
+        ("base offset", "0: atoms start 1024-aligned"),
+        ("swizzle mode", "1 = 128B (bits 62-63)"),
+    ]
+    for i, (k, v) in enumerate(lines):
+        label(ax, x2, 2.7 + 0.8 * i, k, 7.0, weight="bold")
+        label(ax, x2 + 3.6, 2.7 + 0.8 * i, v, 7.0)
+    notes = [
+        "The hardware reads row r, logical chunk 2kk + h at",
+        "start + 128 r + 16 h, then XORs address bits 4-6",
+        "(the chunk) with bits 7-9 (the row in the atom):",
+        "chunk (2kk + h) ^ (r % 8), where the TMA wrote it.",
+        "",
+        "So moving 32 bytes along K is one add to the start",
+        "address, for every k16 step, and 64 rows further",
+        "(the other consumer) is 8 atoms = 8192 bytes.",
+    ]
+    for i, text in enumerate(notes):
+        label(ax, x2, 8.0 + 0.75 * i, text, 7.0)
+    return fig
