@@ -120,7 +120,7 @@ def link_bases(root: Path, repo_url: Optional[str], ref: Optional[str]) -> Tuple
     if not url:
         local = root.as_uri() + "/"
         return local, local, f"this checkout ({local}; pass --repo-url to publish)"
-    url = url.rstrip("/")
+    url = (web_url(url) or url).rstrip("/")  # https://github.com/o/r.git -> .../o/r
     if not re.match(r"^https?://", url):
         raise Usage(f"--repo-url {url}: give the repository's web address (https://...)")
     if not ref:
@@ -235,9 +235,11 @@ def write_config(path: Path, docs: Path, out: Path, days: Sequence[Day],
                  serve: bool, repo_url: Optional[str]) -> None:
     nav: List[Dict[str, object]] = [{"Home": "index.md"}]
     for d in days:
-        pages: List[Dict[str, str]] = [{"Lesson": d.lesson}, {"Lab": d.lab}]
+        # "Day 9 lesson", not "Lesson": the title a browser tab and a search result show.
+        pages: List[Dict[str, str]] = [{f"Day {d.number} lesson": d.lesson},
+                                       {f"Day {d.number} lab": d.lab}]
         if d.hints:
-            pages.append({"Hints": d.hints_page})
+            pages.append({f"Day {d.number} hints": d.hints_page})
         nav.append({d.title: pages})
     config: Dict[str, object] = {
         "INHERIT": str(BASE_CONFIG),

@@ -9,6 +9,8 @@
   it is, so MkDocs reports it and `--strict` fails the build.
 - Hints: each numbered hint of `labs/*/hints.md` is folded (`<details>`, "Hint 1", ...), so a
   reader opens them one at a time, as `course hint` reveals them.
+- Answers under a list item: a `<details markdown>` block indented under a think question is
+  moved to the left margin, the only place where Python-Markdown renders Markdown inside HTML.
 - The leaderboard: when the build publishes `leaderboard.html` with the site, a nav entry links
   to it.
 
@@ -31,6 +33,7 @@ from mkdocs.structure.nav import Link
 _STATE: Dict[str, Any] = {"page": None, "files": None, "site": {}}
 
 _HINTS_PAGE = re.compile(r"^labs/[^/]+/hints\.md$")
+_INDENTED_DETAILS = re.compile(r"^([ \t]+)<details markdown")
 _BLOCKS = {"p", "pre", "ul", "ol", "div", "table", "blockquote", "details", "h1", "h2", "h3",
            "h4", "h5", "h6", "hr"}
 
@@ -121,9 +124,40 @@ def on_config(config, **kwargs):
     return config
 
 
+def lift_answers(text: str) -> str:
+    """Moves each `<details markdown>` block that is indented under a list item (a think
+    question's answer, as GitHub renders it) to the left margin, where md_in_html renders its
+    Markdown: Python-Markdown reads raw HTML only there. The list goes on after it (sane_lists
+    keeps its numbers). Fenced code is left alone."""
+    lines = text.split("\n")
+    fence = None
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].lstrip()
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        else:
+            m = _INDENTED_DETAILS.match(lines[i])
+            if m:
+                indent = m.group(1)
+                j = i
+                while j < len(lines):
+                    if lines[j].startswith(indent):
+                        lines[j] = lines[j][len(indent):]
+                    if lines[j].strip() == "</details>":
+                        break
+                    j += 1
+                i = j
+        i += 1
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown_text, page, config, files, **kwargs):
     _STATE["page"], _STATE["files"] = page, files
-    return markdown_text
+    return lift_answers(markdown_text)
 
 
 def on_nav(nav, config, files, **kwargs):
