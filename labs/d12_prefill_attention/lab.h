@@ -95,9 +95,9 @@ int swizzled_chunk(int row, int chunk, int chunks_per_row);
 
 // ------------------------------------------------------------------------------------------
 // Exercises 3-5 — the FlashAttention-2-style kernel on mma.sync (lesson §3, §6-§8): blocks of
-// kBlockM query rows (8 warps of 16 rows), K/V tiles double-buffered through swizzled shared
-// memory by cp.async, S = Q K^T and O = P V on Tensor Cores (mma.sync.m16n8k16, float32
-// accumulation), the online softmax in registers.
+// kBlockM query rows (4 warps of 32 rows, two m16 tiles each), K/V tiles double-buffered through
+// swizzled shared memory by cp.async, S = Q K^T and O = P V on Tensor Cores (mma.sync.m16n8k16,
+// float32 accumulation), the online softmax in registers.
 void prefill_1_mma(const PrefillArgs<bfloat16>& args);
 void prefill_1_mma(const PrefillArgs<half>& args);
 
