@@ -1,0 +1,66 @@
+"""What the JIT's tests need, and why a test is skipped when it is missing (a skip is never a
+pass: tools/unittest_run.py reports the run as skipped)."""
+
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from cuda_course.jit import JitSpec  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def _importable(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
+def missing_for_render():
+    if not _importable("jinja2"):
+        return "jinja2 is not installed (pip install -r python/requirements-jit.txt)"
+    return None
+
+
+def missing_for_build(nvcc=False):
+    """None when a module can be built and loaded here; else why not."""
+    why = missing_for_render()
+    if why:
+        return why
+    if not _importable("tvm_ffi"):
+        return "apache-tvm-ffi is not installed (pip install -r python/requirements-jit.txt)"
+    from cuda_course.jit import _toolchain
+
+    try:
+        _toolchain.find_ninja()
+    except RuntimeError:
+        return "ninja is not installed (pip install ninja)"
+    if nvcc:
+        try:
+            _toolchain.find_nvcc()
+        except RuntimeError:
+            return "nvcc is not installed (the CUDA toolkit)"
+    elif not (os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")):
+        return "no host C++ compiler (c++)"
+    return None
+
+
+def selftest_spec(addend=1):
+    """A host-only module (add_constant(x) = x + addend) that builds in seconds."""
+    return JitSpec(f"selftest_a{addend}", "selftest.cc.jinja", {"addend": addend},
+                   exports=("add_constant", "spec"))
+
+
+def gpu_missing():
+    """None when torch sees a CUDA GPU; else why the GPU tests skip."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU (torch.cuda.is_available() is False)"
+    return missing_for_build(nvcc=True)
