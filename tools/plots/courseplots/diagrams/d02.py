@@ -14,7 +14,7 @@ from typing import Callable, List, Tuple
 from matplotlib.figure import Figure
 
 from . import diagram
-from .draw import EDGE, LIGHT, PALETTE, canvas, cell, label
+from .draw import EDGE, LIGHT, canvas, cell, label
 
 SECTOR, LINE, FLOAT = 32, 128, 4
 SLOTS = LINE // FLOAT      # 32 float slots per line
@@ -34,7 +34,7 @@ def _count(addresses: List[Tuple[int, int]]) -> Tuple[int, int, int]:
 
 
 def _panel(ax, x0: float, y0: float, title: str, addresses: List[Tuple[int, int]],
-           lane_of: Callable[[int], int], first_line: int = 0) -> float:
+           first_line: int = 0) -> float:
     """Draws the lines the request touches; returns the y below the panel."""
     sectors, lines, useful = _count(addresses)
     label(ax, x0, y0, title, 8, weight="bold")
@@ -87,13 +87,13 @@ def warp_sectors() -> Figure:
     y = 2.2
     base = 32 * FLOAT  # a line boundary
     y = _panel(ax, x0, y, "x[base + l], base a multiple of 32: coalesced",
-               [(base + FLOAT * l, FLOAT) for l in range(32)], lambda l: l, first_line=1)
+               [(base + FLOAT * ln, FLOAT) for ln in range(32)], first_line=1)
     y = _panel(ax, x0, y, "x[base + 3 + l]: contiguous, not aligned",
-               [(base + FLOAT * (3 + l), FLOAT) for l in range(32)], lambda l: l, first_line=1)
+               [(base + FLOAT * (3 + ln), FLOAT) for ln in range(32)], first_line=1)
     y = _panel(ax, x0, y, "x[base + 2 l]: stride 2",
-               [(base + FLOAT * 2 * l, FLOAT) for l in range(32)], lambda l: l, first_line=1)
+               [(base + FLOAT * 2 * ln, FLOAT) for ln in range(32)], first_line=1)
     y = _panel(ax, x0, y, "x[base + 8 l]: stride 8 (any larger stride: also 32 sectors, one "
-               "per lane)", [(base + FLOAT * 8 * l, FLOAT) for l in range(32)], lambda l: l,
+               "per lane)", [(base + FLOAT * 8 * ln, FLOAT) for ln in range(32)],
                first_line=1)
     cell(ax, x0 + 3.5, y + 0.1, "7", USED, fontsize=5.8)
     label(ax, x0 + 4.7, y + 0.6, "a float lane 7 asked for", 6.8)
@@ -107,10 +107,10 @@ def warp_sectors() -> Figure:
 def _vector_panel(ax, x0: float, y0: float, title: str, vector_of: Callable[[int], int],
                   note: str) -> float:
     """Lane l loads 16-byte vector vector_of(l): 4 float slots drawn as one cell."""
-    addresses = [(16 * vector_of(l), 16) for l in range(32)]
+    addresses = [(16 * vector_of(ln), 16) for ln in range(32)]
     sectors, lines, useful = _count(addresses)
     label(ax, x0, y0, title, 8, weight="bold")
-    by_vector = {vector_of(l): l for l in range(32)}
+    by_vector = {vector_of(ln): ln for ln in range(32)}
     touched_sectors = {b // SECTOR for a, s in addresses for b in range(a, a + s)}
     last_line = max(a // LINE for a, _ in addresses)
     y = y0 + 0.6
@@ -146,11 +146,11 @@ def vector_mapping() -> Figure:
     x0 = 0.3
     _header(ax, x0, 0.8)
     y = _vector_panel(ax, x0, 2.2, "Thread t takes vectors t, t + B, t + 2B, t + 3B (the "
-                      "course's): load u, lane l -> vector l", lambda l: l,
+                      "course's): load u, lane l -> vector l", lambda ln: ln,
                       "512 contiguous bytes:\nevery sector whole.\nLoads u = 1, 2, 3: the "
                       "next\n512 bytes, B vectors on.")
     y = _vector_panel(ax, x0, y + 0.3, "Thread t takes vectors 4t .. 4t + 3: load u = 0, "
-                      "lane l -> vector 4 l", lambda l: 4 * l,
+                      "lane l -> vector 4 l", lambda ln: 4 * ln,
                       "Lanes 64 bytes apart:\nhalf of each sector moved\nfor nothing now, "
                       "and the\nrequest spans 2 KB.\nLoads u = 1, 2, 3 come\nback for the "
                       "rest.")

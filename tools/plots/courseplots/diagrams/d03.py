@@ -10,9 +10,10 @@ the butterfly, deltas 1 .. 16 for the scan).
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Set, Tuple
+from typing import Callable, List, Optional, Set
 
 from matplotlib.figure import Figure
+from matplotlib.patches import Circle
 
 from . import diagram
 from .draw import EDGE, MUTED, PALETTE, canvas, label
@@ -24,7 +25,6 @@ TRACE = PALETTE[4]   # vermillion: the reads that end in the traced lane
 
 
 def _node(ax, x: float, y: float, face: str, edge: str = EDGE) -> None:
-    from matplotlib.patches import Circle
     ax.add_patch(Circle((x, y), NODE, facecolor=face, edgecolor=edge, linewidth=0.6, zorder=3))
 
 
