@@ -12,7 +12,7 @@
 //   online softmax   bytes = read x + write y: the minimum. The kernel reads x twice (once
 //                    for the max and the sum, once to write), so 100 %copy is out of reach
 //                    unless the second read hits in L2.
-// The headline (mark_key): RMSNorm, bfloat16, 16384 x 4096 (PyTorch: 2099 GB/s on an H100).
+// The headline (mark_key): RMSNorm, bfloat16, 16384 x 4096.
 // Every output is checked before timing and again after (course::bench::Recheck): `poison`
 // poisons the outputs (and restores an input the work updates in place), `check` downloads and
 // compares them, the same lambda both times. Inputs come from course::seed_for(salt), so from
