@@ -44,5 +44,44 @@ class ProseCheckTest(unittest.TestCase):
         self.assertEqual(prose_check.main(["/nonexistent/lesson.md"]), 2)
 
 
+class LessonsTest(unittest.TestCase):
+    """What docs/style.md's Prose section asks of every lesson beyond its words."""
+
+    LESSONS = os.path.join(prose_check.ROOT, "lessons")
+
+    def lessons(self):
+        import glob
+        return sorted(glob.glob(os.path.join(self.LESSONS, "d[0-9][0-9]_*.md")))
+
+    def test_every_think_question_has_its_answer(self):
+        import re
+        self.assertEqual(len(self.lessons()), 14)
+        for path in self.lessons():
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            sections = re.findall(r"^## [^\n]*[Tt]hink questions[^\n]*\n(.*?)(?=^## |\Z)", text,
+                                  re.M | re.S)
+            with self.subTest(lesson=os.path.basename(path)):
+                self.assertTrue(sections, "no Think questions section")
+                for sec in sections:
+                    # Each numbered question, up to the next one: it holds one answer block.
+                    parts = re.split(r"^(?=\d+\. )", sec, flags=re.M)[1:]
+                    self.assertTrue(parts, "a Think questions section without questions")
+                    for part in parts:
+                        self.assertEqual(part.count("<summary>Answer</summary>"), 1,
+                                         f"question {part.split('.')[0]} needs one "
+                                         "<details markdown><summary>Answer</summary> block")
+                        self.assertIn("<details markdown>", part)
+
+    def test_every_lesson_has_concept_diagrams_and_flashinfer(self):
+        for path in self.lessons():
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            with self.subTest(lesson=os.path.basename(path)):
+                self.assertGreaterEqual(text.count("](diagrams/"), 2,
+                                        "at least two concept diagrams (docs/style.md)")
+                self.assertRegex(text, r"(?m)^##+ .*[Tt]he same thing in FlashInfer")
+
+
 if __name__ == "__main__":
     unittest.main()
