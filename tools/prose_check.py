@@ -28,7 +28,8 @@ from typing import Iterator, List, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COVERED = ["README.md", "lessons/*.md", "labs/*/README.md", "labs/*/hints/*.md", "labs/*/*.md",
-           "docs/*.md", "results/*/README.md", "python/README.md", "tools/plots/README.md"]
+           "docs/*.md", "results/*/README.md", "results/*/*/*.md", "python/README.md",
+           "tools/plots/README.md"]
 ALLOW = "prose-check: allow"
 
 RULES: List[Tuple[str, re.Pattern]] = [
