@@ -151,7 +151,8 @@ class _Meta:
                              f"(shape {self.shape})")
         if shape is not None and (len(shape) != len(self.shape) or any(
                 want is not None and want != got for want, got in zip(shape, self.shape))):
-            wanted = tuple("any" if s is None else s for s in shape)
+            wanted = ", ".join("any" if s is None else str(s) for s in shape)
+            wanted = f"({wanted},)" if len(shape) == 1 else f"({wanted})"
             raise ValueError(f"{self.name}: expected shape {wanted}, got {self.shape}")
         if not self.contiguous:
             raise ValueError(f"{self.name}: must be contiguous (row-major, no gaps), got shape "
@@ -205,14 +206,14 @@ def rmsnorm(x, weight, eps=1e-5, out=None, arch=None, cache=None):
     mx = _meta(x, "x").check(tuple(DTYPES), 2)
     hidden = mx.shape[1]
     mw = _meta(weight, "weight").check((mx.dtype,), 1, (hidden,))
+    _check_eps(eps)
+    if not 1 <= hidden <= MAX_HIDDEN:
+        raise ValueError(f"x: hidden = {hidden} must be in [1, {MAX_HIDDEN}]")
     if out is None:
         _on_one_cuda_device(mx, mw)
         out = _torch().empty_like(x)
     mo = _meta(out, "out").check((mx.dtype,), 2, mx.shape)
     _on_one_cuda_device(mx, mw, mo)
-    _check_eps(eps)
-    if not 1 <= hidden <= MAX_HIDDEN:
-        raise ValueError(f"x: hidden = {hidden} must be in [1, {MAX_HIDDEN}]")
     vec = _widest_vec(mx.dtype, hidden, mx, mw, mo)
     fn = _function(rmsnorm_spec(mx.dtype, hidden, vec), "rmsnorm", arch, cache)
     fn(x, weight, out, float(eps))
@@ -226,14 +227,14 @@ def fused_add_rmsnorm(x, residual, weight, eps=1e-5, out=None, arch=None, cache=
     hidden = mx.shape[1]
     mr = _meta(residual, "residual").check((mx.dtype,), 2, mx.shape)
     mw = _meta(weight, "weight").check((mx.dtype,), 1, (hidden,))
+    _check_eps(eps)
+    if not 1 <= hidden <= MAX_HIDDEN:
+        raise ValueError(f"x: hidden = {hidden} must be in [1, {MAX_HIDDEN}]")
     if out is None:
         _on_one_cuda_device(mx, mr, mw)
         out = _torch().empty_like(x)
     mo = _meta(out, "out").check((mx.dtype,), 2, mx.shape)
     _on_one_cuda_device(mx, mr, mw, mo)
-    _check_eps(eps)
-    if not 1 <= hidden <= MAX_HIDDEN:
-        raise ValueError(f"x: hidden = {hidden} must be in [1, {MAX_HIDDEN}]")
     vec = _widest_vec(mx.dtype, hidden, mx, mr, mw, mo)
     fn = _function(rmsnorm_spec(mx.dtype, hidden, vec, fused_add=True), "fused_add_rmsnorm",
                    arch, cache)
