@@ -20,6 +20,7 @@
 #include "../../labs/d10_gemm/lab.h"
 #include "../../labs/d12_prefill_attention/lab.h"
 #include "../../labs/d14_capstone/lab.h"
+#include "course_launch.h"
 #include "dlpack.h"
 
 #define COURSE_PY_API extern "C" __attribute__((visibility("default")))
@@ -89,28 +90,8 @@ void same_shape(const View& a, const View& b) {
     if (a.dim(i) != b.dim(i)) throw ArgError(b.name + ": shape differs from " + a.name);
 }
 
-bool is_legacy(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
-
-// Runs `work` (launches on the legacy default stream) ordered on `stream`.
-template <class F>
-void on_stream(cudaStream_t stream, F&& work) {
-  if (is_legacy(stream)) {
-    work();
-    return;
-  }
-  cudaEvent_t e = nullptr;
-  if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess)
-    throw std::runtime_error("cudaEventCreate failed");
-  struct Destroy {
-    cudaEvent_t e;
-    ~Destroy() { cudaEventDestroy(e); }
-  } destroy{e};
-  cudaEventRecord(e, stream);
-  cudaStreamWaitEvent(cudaStreamLegacy, e, 0);
-  work();
-  cudaEventRecord(e, cudaStreamLegacy);
-  cudaStreamWaitEvent(stream, e, 0);
-}
+using course_py::gemm_bt;
+using course_py::on_stream;
 
 template <class F>
 int guarded(F&& body) {
@@ -124,18 +105,6 @@ int guarded(F&& body) {
     g_last_error = "unknown C++ exception";
   }
   return 1;
-}
-
-void gemm_bt(const bfloat16* a, const bfloat16* b, bfloat16* c, std::int64_t m, std::int64_t n,
-             std::int64_t k) {
-  int device = 0, major = 0, minor = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-  if (major == 9 && minor == 0)
-    d10::gemm_7_wgmma(a, b, c, m, n, k);
-  else
-    d10::gemm_6_mma(a, b, c, m, n, k, d10::BLayout::kColMajor);
 }
 
 }  // namespace

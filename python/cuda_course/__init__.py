@@ -4,10 +4,13 @@
     y = cuda_course.rmsnorm(x, w)          # x, w: bfloat16 CUDA tensors; no copy
     c = cuda_course.gemm(a, b)             # a @ b.T
 
-Pure Python: ctypes loads libcourse_py.so (CUDA_COURSE_LIB, or next to this package).
+Pure Python over one of two bindings of the same library (cuda_course.binding() says which):
+TVM-FFI's (libcourse_py_tvm_ffi.so, when apache-tvm-ffi is installed) or the hand-written C ABI
+through ctypes (libcourse_py.so); CUDA_COURSE_BINDING=ctypes|tvm_ffi|auto chooses. The JIT of
+the course's kernels (Jinja2 templates, nvcc, TVM-FFI) is cuda_course.jit.
 """
 
-from ._lib import library_path
+from ._lib import binding, library_path, tvm_ffi_library_path
 from .ops import (
     LAYER_WEIGHTS,
     STAGES,
@@ -24,8 +27,8 @@ from .ops import (
 )
 
 __all__ = [
-    "LAYER_WEIGHTS", "STAGES", "current_stream", "decoder_layer", "fused_add_rmsnorm", "gemm",
-    "layer_workspace_bytes", "library_path", "prefill_attention", "rmsnorm", "rope_inv_freq",
-    "rope_qkv", "silu_and_mul",
+    "LAYER_WEIGHTS", "STAGES", "binding", "current_stream", "decoder_layer", "fused_add_rmsnorm",
+    "gemm", "layer_workspace_bytes", "library_path", "prefill_attention", "rmsnorm",
+    "rope_inv_freq", "rope_qkv", "silu_and_mul", "tvm_ffi_library_path",
 ]
 __version__ = "0.14.0"

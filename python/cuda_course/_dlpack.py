@@ -131,6 +131,12 @@ def borrow(obj, name, stream_handle=0, require_cuda=True):
     return arg
 
 
+def shape_text(shape):
+    """(4, any) for a wanted shape with a free dimension (None)."""
+    items = ", ".join("any" if s is None else str(s) for s in shape)
+    return f"({items},)" if len(shape) == 1 else f"({items})"
+
+
 def check(arg, dtype=None, ndim=None, shape=None):
     """ValueError/TypeError naming the argument when it is not what the kernel takes. `shape` may
     hold None for a free dimension."""
@@ -144,8 +150,7 @@ def check(arg, dtype=None, ndim=None, shape=None):
         if len(shape) != len(arg.shape) or any(
             want is not None and want != got for want, got in zip(shape, arg.shape)
         ):
-            wanted = tuple("any" if s is None else s for s in shape)
-            raise ValueError(f"{arg.name}: expected shape {wanted}, got {arg.shape}")
+            raise ValueError(f"{arg.name}: expected shape {shape_text(shape)}, got {arg.shape}")
     if not arg.is_contiguous():
         raise ValueError(
             f"{arg.name}: must be contiguous (row-major, no gaps), got shape {arg.shape} with "
@@ -159,3 +164,57 @@ def same_device(*args):
     if len(devices) > 1:
         listed = ", ".join(f"{a.name} on cuda:{a.device_id}" for a in args)
         raise ValueError(f"all tensors must be on the same CUDA device: {listed}")
+
+
+class TensorMeta:
+    """What the checks need of one tensor (the interface of Arg, without a capsule): read from
+    torch.Tensor attributes when it is one (no DLPack capsule is made: the cheap path, for
+    callers that hand the tensor itself to TVM-FFI), else from its DLPack view."""
+
+    __slots__ = ("name", "device_type", "device_id", "dtype", "shape", "strides", "data",
+                 "_contiguous")
+
+    def __init__(self, obj, name):
+        self.name = name
+        if type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr"):
+            device = obj.device
+            self.device_type = {"cuda": KDL_CUDA, "cpu": KDL_CPU}.get(device.type, -1)
+            self.device_id = device.index or 0
+            self.dtype = str(obj.dtype).replace("torch.", "")
+            self.shape = tuple(obj.shape)
+            self.strides = tuple(obj.stride())
+            self.data = obj.data_ptr()
+            self._contiguous = obj.is_contiguous()
+            return
+        arg = borrow(obj, name, require_cuda=False)
+        self.device_type, self.device_id = arg.device_type, arg.device_id
+        self.dtype, self.shape, self.strides = arg.dtype, arg.shape, arg.strides
+        self.data = arg.data
+        self._contiguous = arg.is_contiguous()
+
+    def is_contiguous(self):
+        return self._contiguous
+
+
+def describe(obj, name, require_cuda=True):
+    """TensorMeta of `obj`: TypeError if it is not a DLPack producer, ValueError if it is not on
+    a CUDA device (with require_cuda), the same messages as borrow()."""
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError(
+            f"{name}: expected a tensor that supports DLPack (__dlpack__, e.g. a torch.Tensor "
+            f"on a CUDA device), got {type(obj).__name__}"
+        )
+    meta = TensorMeta(obj, name)
+    if require_cuda:
+        require_cuda_device(meta)
+    return meta
+
+
+def require_cuda_device(arg):
+    if arg.device_type != KDL_CUDA:
+        raise ValueError(
+            f"{arg.name}: must be on a CUDA device (DLPack device type {KDL_CUDA}, kDLCUDA), got "
+            f"{DEVICE_NAMES.get(arg.device_type, 'device type')} ({arg.device_type}): move it "
+            f"with .cuda() / .to('cuda')"
+        )
+

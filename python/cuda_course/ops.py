@@ -2,14 +2,16 @@
 
 Every function checks its arguments in Python first (TypeError for a wrong dtype or a
 non-tensor, ValueError for a wrong shape, device or layout, each naming the argument and what
-was expected), then calls libcourse_py.so on the current CUDA stream of PyTorch (or `stream=`,
-a cudaStream_t as an int). Outputs are allocated with PyTorch unless `out=` is given.
+was expected), then calls the library on the current CUDA stream of PyTorch (or `stream=`, a
+cudaStream_t as an int), through the binding _lib.binding() chose: the TVM-FFI module (given
+the tensors themselves) or the C ABI through ctypes (given their DLPack capsules' pointers).
+Outputs are allocated with PyTorch unless `out=` is given.
 """
 
 import math
 
-from . import _dlpack
-from ._lib import call
+from . import _dlpack, _lib
+from ._lib import call, tvm_call
 
 _BF16 = "bfloat16"
 
@@ -33,8 +35,24 @@ def current_stream():
     return int(torch.cuda.current_stream().cuda_stream)
 
 
+def _tvm():
+    return _lib.binding() == "tvm_ffi"
+
+
 def _stream(stream):
-    return current_stream() if stream is None else int(stream)
+    """The stream handle to pass: None (TVM-FFI reads PyTorch's current stream itself) or an
+    int cudaStream_t."""
+    if stream is None:
+        return None if _tvm() else current_stream()
+    return int(stream)
+
+
+def _view(obj, name, stream):
+    """What the checks read of one tensor: its attributes (TVM-FFI is given the tensor itself)
+    or its borrowed DLPack capsule (ctypes is given the capsule's pointer)."""
+    if _tvm():
+        return _dlpack.describe(obj, name)
+    return _dlpack.borrow(obj, name, stream)
 
 
 def _empty(like, shape, dtype=None):
@@ -45,7 +63,7 @@ def _empty(like, shape, dtype=None):
 def _args(stream, **tensors):
     """Borrows every tensor (the capsules are asked for on `stream`) and checks they share one
     device. Returns {name: Arg}."""
-    got = {name: _dlpack.borrow(t, name, stream) for name, t in tensors.items()}
+    got = {name: _view(t, name, stream) for name, t in tensors.items()}
     _dlpack.same_device(*got.values())
     return got
 
@@ -54,13 +72,16 @@ def rmsnorm(x, weight, eps=1e-5, out=None, stream=None):
     """y = x / sqrt(mean(x^2) + eps) * weight over the last dimension (Day 6). x [rows, hidden]."""
     s = _stream(stream)
     if out is None and hasattr(x, "shape"):
-        _dlpack.borrow(x, "x", s)  # device/type errors before allocating
+        _view(x, "x", s)  # device/type errors before allocating
         out = _empty(x, tuple(x.shape))
     a = _args(s, x=x, weight=weight, out=out)
     rows, hidden = _dlpack.check(a["x"], _BF16, 2).shape
     _dlpack.check(a["weight"], _BF16, 1, (hidden,))
     _dlpack.check(a["out"], _BF16, 2, (rows, hidden))
-    call("course_rmsnorm", a["x"].pointer, a["weight"].pointer, a["out"].pointer, eps, s)
+    if _tvm():
+        tvm_call("rmsnorm", s, x, weight, out, float(eps))
+    else:
+        call("course_rmsnorm", a["x"].pointer, a["weight"].pointer, a["out"].pointer, eps, s)
     return out
 
 
@@ -68,15 +89,18 @@ def fused_add_rmsnorm(x, residual, weight, eps=1e-5, out=None, stream=None):
     """residual += x (in place); returns rmsnorm(residual) * weight (Day 6)."""
     s = _stream(stream)
     if out is None and hasattr(x, "shape"):
-        _dlpack.borrow(x, "x", s)
+        _view(x, "x", s)
         out = _empty(x, tuple(x.shape))
     a = _args(s, x=x, residual=residual, weight=weight, out=out)
     rows, hidden = _dlpack.check(a["x"], _BF16, 2).shape
     _dlpack.check(a["residual"], _BF16, 2, (rows, hidden))
     _dlpack.check(a["weight"], _BF16, 1, (hidden,))
     _dlpack.check(a["out"], _BF16, 2, (rows, hidden))
-    call("course_fused_add_rmsnorm", a["x"].pointer, a["residual"].pointer, a["weight"].pointer,
-         a["out"].pointer, eps, s)
+    if _tvm():
+        tvm_call("fused_add_rmsnorm", s, x, residual, weight, out, float(eps))
+    else:
+        call("course_fused_add_rmsnorm", a["x"].pointer, a["residual"].pointer,
+             a["weight"].pointer, a["out"].pointer, eps, s)
     return out
 
 
@@ -85,7 +109,7 @@ def gemm(a, b, out=None, stream=None):
     elsewhere). K must be a multiple of 8 (16-byte rows)."""
     s = _stream(stream)
     if out is None and hasattr(a, "shape") and hasattr(b, "shape"):
-        _dlpack.borrow(a, "a", s)
+        _view(a, "a", s)
         out = _empty(a, (a.shape[0], b.shape[0]))
     t = _args(s, a=a, b=b, out=out)
     m, k = _dlpack.check(t["a"], _BF16, 2).shape
@@ -93,7 +117,10 @@ def gemm(a, b, out=None, stream=None):
     _dlpack.check(t["out"], _BF16, 2, (m, n))
     if k % 8:
         raise ValueError(f"a: K = {k} must be a multiple of 8 (16-byte rows for the GEMM's copies)")
-    call("course_gemm_bf16", t["a"].pointer, t["b"].pointer, t["out"].pointer, s)
+    if _tvm():
+        tvm_call("gemm_bf16", s, a, b, out)
+    else:
+        call("course_gemm_bf16", t["a"].pointer, t["b"].pointer, t["out"].pointer, s)
     return out
 
 
@@ -102,7 +129,7 @@ def prefill_attention(q, k, v, cu_seqlens, max_seqlen, causal=True, scale=None, 
     bfloat16, cu_seqlens int32 [B + 1] (the same for queries and keys). Returns (o [T, H, D],
     lse float32 [H, T])."""
     s = _stream(stream)
-    _dlpack.borrow(q, "q", s)
+    _view(q, "q", s)
     torch = _torch()
     total, heads, dim = tuple(q.shape) if len(q.shape) == 3 else (0, 0, 0)
     o = _empty(q, tuple(q.shape))
@@ -118,9 +145,13 @@ def prefill_attention(q, k, v, cu_seqlens, max_seqlen, causal=True, scale=None, 
         raise ValueError(f"k: num_heads {heads} must be a multiple of num_kv_heads {kv_heads}")
     if scale is None:
         scale = 1.0 / math.sqrt(dim)
-    call("course_prefill_attention", a["q"].pointer, a["k"].pointer, a["v"].pointer,
-         a["out"].pointer, a["lse"].pointer, a["cu_seqlens"].pointer, int(max_seqlen),
-         int(bool(causal)), float(scale), s)
+    if _tvm():
+        tvm_call("prefill_attention", s, q, k, v, o, lse, cu_seqlens, int(max_seqlen),
+                 bool(causal), float(scale))
+    else:
+        call("course_prefill_attention", a["q"].pointer, a["k"].pointer, a["v"].pointer,
+             a["out"].pointer, a["lse"].pointer, a["cu_seqlens"].pointer, int(max_seqlen),
+             int(bool(causal)), float(scale), s)
     return o, lse
 
 
@@ -139,7 +170,7 @@ def rope_qkv(qkv, positions, num_heads, num_kv_heads, theta=10000.0, stream=None
     """Day 14 Exercise 1: splits qkv [T, (H + 2 Hkv) D] into q [T, H, D], k, v [T, Hkv, D] and
     rotates q and k by their positions (int32 [T]), "rotate half" RoPE."""
     s = _stream(stream)
-    _dlpack.borrow(qkv, "qkv", s)
+    _view(qkv, "qkv", s)
     if len(qkv.shape) != 2 or qkv.shape[1] % (num_heads + 2 * num_kv_heads):
         raise ValueError(
             f"qkv: expected [T, (num_heads + 2 num_kv_heads) * head_dim] = "
@@ -155,8 +186,11 @@ def rope_qkv(qkv, positions, num_heads, num_kv_heads, theta=10000.0, stream=None
     _dlpack.check(a["positions"], "int32", 1, (tokens,))
     if dim % 2 or dim > 256:
         raise ValueError(f"qkv: head_dim {dim} must be even and at most 256")
-    call("course_rope_qkv", a["qkv"].pointer, a["positions"].pointer, a["q"].pointer,
-         a["k"].pointer, a["v"].pointer, float(theta), s)
+    if _tvm():
+        tvm_call("rope_qkv", s, qkv, positions, q, k, v, float(theta))
+    else:
+        call("course_rope_qkv", a["qkv"].pointer, a["positions"].pointer, a["q"].pointer,
+             a["k"].pointer, a["v"].pointer, float(theta), s)
     return q, k, v
 
 
@@ -164,7 +198,7 @@ def silu_and_mul(gate_up, out=None, stream=None):
     """Day 14 Exercise 2: gate_up [T, 2 I] -> silu(gate) * up [T, I]."""
     s = _stream(stream)
     if out is None and hasattr(gate_up, "shape"):
-        _dlpack.borrow(gate_up, "gate_up", s)
+        _view(gate_up, "gate_up", s)
         if len(gate_up.shape) != 2 or gate_up.shape[1] % 2:
             raise ValueError(f"gate_up: expected [T, 2 * I], got {tuple(gate_up.shape)}")
         out = _empty(gate_up, (gate_up.shape[0], gate_up.shape[1] // 2))
@@ -173,7 +207,10 @@ def silu_and_mul(gate_up, out=None, stream=None):
     if width % 2:
         raise ValueError(f"gate_up: expected [T, 2 * I], got {(tokens, width)}")
     _dlpack.check(a["out"], _BF16, 2, (tokens, width // 2))
-    call("course_silu_and_mul", a["gate_up"].pointer, a["out"].pointer, s)
+    if _tvm():
+        tvm_call("silu_and_mul", s, gate_up, out)
+    else:
+        call("course_silu_and_mul", a["gate_up"].pointer, a["out"].pointer, s)
     return out
 
 
@@ -181,10 +218,11 @@ LAYER_WEIGHTS = ("attn_norm", "w_qkv", "w_o", "mlp_norm", "w_gate_up", "w_down")
 
 
 def layer_workspace_bytes(hidden, num_heads, num_kv_heads, head_dim, intermediate, batch, seq_len):
-    from ._lib import lib
-
-    return int(lib().course_layer_workspace_bytes(hidden, num_heads, num_kv_heads, head_dim,
-                                                  intermediate, batch, seq_len))
+    if _tvm():
+        return int(tvm_call("layer_workspace_bytes", None, hidden, num_heads, num_kv_heads,
+                            head_dim, intermediate, batch, seq_len))
+    return int(_lib.lib().course_layer_workspace_bytes(hidden, num_heads, num_kv_heads, head_dim,
+                                                       intermediate, batch, seq_len))
 
 
 def decoder_layer(x, residual, weights, batch, seq_len, num_heads, num_kv_heads, eps=1e-5,
@@ -195,7 +233,7 @@ def decoder_layer(x, residual, weights, batch, seq_len, num_heads, num_kv_heads,
     LAYER_WEIGHTS, PyTorch Linear layouts ([out_features, in_features]). trace_path: also write
     the stages' GPU times as a Chrome trace (waits for the GPU)."""
     s = _stream(stream)
-    _dlpack.borrow(x, "x", s)
+    _view(x, "x", s)
     missing = [k for k in LAYER_WEIGHTS if k not in weights]
     if missing:
         raise ValueError(f"weights: missing {', '.join(missing)} (expected {LAYER_WEIGHTS})")
@@ -241,10 +279,16 @@ def decoder_layer(x, residual, weights, batch, seq_len, num_heads, num_kv_heads,
         raise ValueError(f"workspace: needs {ws_bytes} bytes, got {a['workspace'].shape[0]}")
     if a["workspace"].data % 256:
         raise ValueError("workspace: must be 256-byte aligned")
-    path = None if trace_path is None else str(trace_path).encode()
-    call("course_decoder_layer", a["x"].pointer, a["residual"].pointer, a["out"].pointer,
-         *[a[k].pointer for k in LAYER_WEIGHTS], a["workspace"].pointer, int(batch),
-         int(seq_len), int(num_heads), int(num_kv_heads), float(eps), float(rope_theta), path, s)
+    if _tvm():
+        tvm_call("decoder_layer", s, x, residual, out, *[weights[k] for k in LAYER_WEIGHTS],
+                 workspace, int(batch), int(seq_len), int(num_heads), int(num_kv_heads),
+                 float(eps), float(rope_theta), None if trace_path is None else str(trace_path))
+    else:
+        path = None if trace_path is None else str(trace_path).encode()
+        call("course_decoder_layer", a["x"].pointer, a["residual"].pointer, a["out"].pointer,
+             *[a[k].pointer for k in LAYER_WEIGHTS], a["workspace"].pointer, int(batch),
+             int(seq_len), int(num_heads), int(num_kv_heads), float(eps), float(rope_theta),
+             path, s)
     return out
 
 

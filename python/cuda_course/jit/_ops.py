@@ -118,62 +118,32 @@ def _function(spec, export, arch, cache):
 # Arguments
 
 
-class _Meta:
-    """What the checks need of one tensor, read from torch.Tensor attributes (no DLPack
-    capsule: the cheap path) or, for any other DLPack producer, from its DLPack view."""
-
-    __slots__ = ("name", "device_type", "device_id", "dtype", "shape", "contiguous", "data")
-
-    def __init__(self, obj, name):
-        self.name = name
-        torch_dtype = getattr(obj, "dtype", None)
-        if type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr"):
-            device = obj.device
-            self.device_type = _dlpack.KDL_CUDA if device.type == "cuda" else (
-                _dlpack.KDL_CPU if device.type == "cpu" else -1)
-            self.device_id = device.index or 0
-            self.dtype = str(torch_dtype).replace("torch.", "")
-            self.shape = tuple(obj.shape)
-            self.contiguous = obj.is_contiguous()
-            self.data = obj.data_ptr()
-            return
-        arg = _dlpack.borrow(obj, name, require_cuda=False)
-        self.device_type, self.device_id = arg.device_type, arg.device_id
-        self.dtype, self.shape = arg.dtype, arg.shape
-        self.contiguous, self.data = arg.is_contiguous(), arg.data
-
-    def check(self, dtypes=None, ndim=None, shape=None):
-        if dtypes is not None and self.dtype not in dtypes:
-            wanted = " or ".join(dtypes)
-            raise TypeError(f"{self.name}: expected dtype {wanted}, got {self.dtype}")
-        if ndim is not None and len(self.shape) != ndim:
-            raise ValueError(f"{self.name}: expected {ndim} dimensions, got {len(self.shape)} "
-                             f"(shape {self.shape})")
-        if shape is not None and (len(shape) != len(self.shape) or any(
-                want is not None and want != got for want, got in zip(shape, self.shape))):
-            wanted = ", ".join("any" if s is None else str(s) for s in shape)
-            wanted = f"({wanted},)" if len(shape) == 1 else f"({wanted})"
-            raise ValueError(f"{self.name}: expected shape {wanted}, got {self.shape}")
-        if not self.contiguous:
-            raise ValueError(f"{self.name}: must be contiguous (row-major, no gaps), got shape "
-                             f"{self.shape}: call .contiguous() first")
-        return self
+def _check(meta, dtypes=None, ndim=None, shape=None):
+    """TypeError / ValueError naming the argument when it is not what the kernel takes; `shape`
+    may hold None for a free dimension. Returns meta."""
+    if dtypes is not None and meta.dtype not in dtypes:
+        raise TypeError(f"{meta.name}: expected dtype {' or '.join(dtypes)}, got {meta.dtype}")
+    if ndim is not None and len(meta.shape) != ndim:
+        raise ValueError(f"{meta.name}: expected {ndim} dimensions, got {len(meta.shape)} "
+                         f"(shape {meta.shape})")
+    if shape is not None and (len(shape) != len(meta.shape) or any(
+            want is not None and want != got for want, got in zip(shape, meta.shape))):
+        raise ValueError(f"{meta.name}: expected shape {_dlpack.shape_text(shape)}, got "
+                         f"{meta.shape}")
+    if not meta.is_contiguous():
+        raise ValueError(f"{meta.name}: must be contiguous (row-major, no gaps), got shape "
+                         f"{meta.shape}: call .contiguous() first")
+    return meta
 
 
-def _meta(obj, name):
-    if not hasattr(obj, "__dlpack__"):
-        raise TypeError(f"{name}: expected a tensor that supports DLPack (__dlpack__, e.g. a "
-                        f"torch.Tensor on a CUDA device), got {type(obj).__name__}")
-    return _Meta(obj, name)
+def _meta(obj, name, dtypes=None, ndim=None, shape=None):
+    """The checked TensorMeta of one argument (its device is checked later, with the others')."""
+    return _check(_dlpack.describe(obj, name, require_cuda=False), dtypes, ndim, shape)
 
 
 def _on_one_cuda_device(*metas):
     for m in metas:
-        if m.device_type != _dlpack.KDL_CUDA:
-            kind = _dlpack.DEVICE_NAMES.get(m.device_type, "device type")
-            raise ValueError(f"{m.name}: must be on a CUDA device (DLPack device type "
-                             f"{_dlpack.KDL_CUDA}, kDLCUDA), got {kind} ({m.device_type}): move "
-                             f"it with .cuda() / .to('cuda')")
+        _dlpack.require_cuda_device(m)
     devices = {m.device_id for m in metas}
     if len(devices) > 1:
         listed = ", ".join(f"{m.name} on cuda:{m.device_id}" for m in metas)
@@ -203,16 +173,16 @@ def rmsnorm(x, weight, eps=1e-5, out=None, arch=None, cache=None):
     for x's dtype (float32, float16, bfloat16), hidden size and the widest vector its pointers
     allow. x [rows, hidden] (hidden <= 16384), weight [hidden], on PyTorch's current stream.
     The first call for a specialisation compiles it (seconds), or loads it from the disk cache."""
-    mx = _meta(x, "x").check(tuple(DTYPES), 2)
+    mx = _meta(x, "x", tuple(DTYPES), 2)
     hidden = mx.shape[1]
-    mw = _meta(weight, "weight").check((mx.dtype,), 1, (hidden,))
+    mw = _meta(weight, "weight", (mx.dtype,), 1, (hidden,))
     _check_eps(eps)
     if not 1 <= hidden <= MAX_HIDDEN:
         raise ValueError(f"x: hidden = {hidden} must be in [1, {MAX_HIDDEN}]")
     if out is None:
         _on_one_cuda_device(mx, mw)
         out = _torch().empty_like(x)
-    mo = _meta(out, "out").check((mx.dtype,), 2, mx.shape)
+    mo = _meta(out, "out", (mx.dtype,), 2, mx.shape)
     _on_one_cuda_device(mx, mw, mo)
     vec = _widest_vec(mx.dtype, hidden, mx, mw, mo)
     fn = _function(rmsnorm_spec(mx.dtype, hidden, vec), "rmsnorm", arch, cache)
@@ -223,17 +193,17 @@ def rmsnorm(x, weight, eps=1e-5, out=None, arch=None, cache=None):
 def fused_add_rmsnorm(x, residual, weight, eps=1e-5, out=None, arch=None, cache=None):
     """residual += x (in place); returns rmsnorm(residual) * weight, computed from the float32
     sums (Day 6's fused_add_rmsnorm). out may be x itself."""
-    mx = _meta(x, "x").check(tuple(DTYPES), 2)
+    mx = _meta(x, "x", tuple(DTYPES), 2)
     hidden = mx.shape[1]
-    mr = _meta(residual, "residual").check((mx.dtype,), 2, mx.shape)
-    mw = _meta(weight, "weight").check((mx.dtype,), 1, (hidden,))
+    mr = _meta(residual, "residual", (mx.dtype,), 2, mx.shape)
+    mw = _meta(weight, "weight", (mx.dtype,), 1, (hidden,))
     _check_eps(eps)
     if not 1 <= hidden <= MAX_HIDDEN:
         raise ValueError(f"x: hidden = {hidden} must be in [1, {MAX_HIDDEN}]")
     if out is None:
         _on_one_cuda_device(mx, mr, mw)
         out = _torch().empty_like(x)
-    mo = _meta(out, "out").check((mx.dtype,), 2, mx.shape)
+    mo = _meta(out, "out", (mx.dtype,), 2, mx.shape)
     _on_one_cuda_device(mx, mr, mw, mo)
     vec = _widest_vec(mx.dtype, hidden, mx, mr, mw, mo)
     fn = _function(rmsnorm_spec(mx.dtype, hidden, vec, fused_add=True), "fused_add_rmsnorm",
@@ -322,14 +292,14 @@ def decode_attention(q, k_cache, v_cache, kv_indptr, kv_page_indices, kv_last_pa
     natural log). num_splits > 1: split-KV with a float32 workspace allocated here.
     check_table=True copies the page table to the host and validates it first (a
     synchronisation: in a decode loop, validate once and pass check_table=False after)."""
-    mq = _meta(q, "q").check(("float16", "bfloat16"), 3)
+    mq = _meta(q, "q", ("float16", "bfloat16"), 3)
     batch, heads, dim = mq.shape
-    mk = _meta(k_cache, "k_cache").check((mq.dtype,), 4, (None, None, None, dim))
+    mk = _meta(k_cache, "k_cache", (mq.dtype,), 4, (None, None, None, dim))
     pages, page_size, kv_heads, _ = mk.shape
-    mv = _meta(v_cache, "v_cache").check((mq.dtype,), 4, mk.shape)
-    mi = _meta(kv_indptr, "kv_indptr").check(("int32",), 1, (batch + 1,))
-    mp = _meta(kv_page_indices, "kv_page_indices").check(("int32",), 1)
-    ml = _meta(kv_last_page_len, "kv_last_page_len").check(("int32",), 1, (batch,))
+    mv = _meta(v_cache, "v_cache", (mq.dtype,), 4, mk.shape)
+    mi = _meta(kv_indptr, "kv_indptr", ("int32",), 1, (batch + 1,))
+    mp = _meta(kv_page_indices, "kv_page_indices", ("int32",), 1)
+    ml = _meta(kv_last_page_len, "kv_last_page_len", ("int32",), 1, (batch,))
     if dim not in DECODE_HEAD_DIMS:
         raise ValueError(f"q: head_dim must be 64 or 128 (Day 11's tiles), got {dim}")
     if kv_heads < 1 or heads % kv_heads:
@@ -360,8 +330,8 @@ def decode_attention(q, k_cache, v_cache, kv_indptr, kv_page_indices, kv_last_pa
         out = torch.empty_like(q)
     if lse is None:
         lse = torch.empty((batch, heads), dtype=torch.float32, device=q.device)
-    mo = _meta(out, "out").check((mq.dtype,), 3, mq.shape)
-    mlse = _meta(lse, "lse").check(("float32",), 2, (batch, heads))
+    mo = _meta(out, "out", (mq.dtype,), 3, mq.shape)
+    mlse = _meta(lse, "lse", ("float32",), 2, (batch, heads))
     _on_one_cuda_device(*metas, mo, mlse)
     if mo.data % 16:
         raise ValueError("out: must be 16-byte aligned")
