@@ -22,14 +22,21 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+import needs  # noqa: E402
+
+try:  # without PyTorch, main() says what to install (needs.py) after --help had its chance
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError:
+    torch = F = SDPBackend = sdpa_kernel = None
 
 import cuda_course  # noqa: E402
 from bench_timing import gpu_time_ms  # noqa: E402
 
-BACKENDS = (("flash (FlashAttention 2)", SDPBackend.FLASH_ATTENTION),
+
+def backends():
+    return (("flash (FlashAttention 2)", SDPBackend.FLASH_ATTENTION),
             ("cudnn", SDPBackend.CUDNN_ATTENTION),
             ("efficient", SDPBackend.EFFICIENT_ATTENTION))
 
@@ -56,9 +63,8 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--json", help="also write the rows here")
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("no CUDA device: nothing to time", file=sys.stderr)
-        return 2
+    needs.torch_with_gpu("bench_attention.py")
+    needs.course_library("bench_attention.py")
     b, h, n, d = args.shape
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(0)
@@ -74,7 +80,7 @@ def main(argv=None):
         flops = 4.0 * b * h * pairs * d
         reference = None
         results = []
-        for name, backend in BACKENDS:
+        for name, backend in backends():
             def run(backend=backend):
                 with sdpa_kernel(backend):
                     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)

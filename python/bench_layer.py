@@ -19,8 +19,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import needs  # noqa: E402
+
+try:  # without PyTorch, main() says what to install (needs.py) after --help had its chance
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    torch = F = None
 
 import cuda_course  # noqa: E402
 from bench_timing import gpu_time_ms  # noqa: E402
@@ -96,8 +101,8 @@ def main():
     p.add_argument("--trace", help="also write the course layer's stages, for the last shape, as a "
                    "Chrome trace (open it in Perfetto or chrome://tracing)")
     args = p.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("bench_layer.py needs a CUDA GPU")
+    needs.torch_with_gpu("bench_layer.py")
+    needs.course_library("bench_layer.py")
     dev = torch.device("cuda")
     w = make_weights(dev)
     compiled = None if args.no_compile else torch.compile(torch_layer)

@@ -11,10 +11,9 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
-                                "plots"))
-from courseplots import figures  # noqa: E402
-from courseplots.data import InputError  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import needs  # noqa: E402
 
 
 def main():
@@ -22,6 +21,7 @@ def main():
     p.add_argument("json", help="the file bench_layer.py wrote")
     p.add_argument("--out", default="layer", help="output path without extension")
     args = p.parse_args()
+    figures, InputError = needs.courseplots("plot_layer.py")
     try:
         layer = figures.load_json(args.json, "layer results")
         paths = figures.plot_layer_speedups(layer, os.path.dirname(args.out) or ".",

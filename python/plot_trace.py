@@ -11,10 +11,9 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
-                                "plots"))
-from courseplots import figures  # noqa: E402
-from courseplots.data import InputError  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import needs  # noqa: E402
 
 
 def main():
@@ -23,6 +22,7 @@ def main():
     p.add_argument("--out", default="trace", help="output path without extension")
     p.add_argument("--title", default="one decoder layer, stage by stage (GPU time)")
     args = p.parse_args()
+    figures, InputError = needs.courseplots("plot_trace.py")
     try:
         trace = figures.load_json(args.trace, "a Chrome trace")
         paths = figures.plot_trace_timeline(trace, os.path.dirname(args.out) or ".",

@@ -1,0 +1,72 @@
+"""What the scripts of python/ need, checked before they start: each check that fails prints
+what is missing and the command that installs or builds it, and exits with status MISSING (3),
+never with a traceback.
+
+    from needs import MISSING, torch_with_gpu, course_library, courseplots
+    torch = torch_with_gpu("bench_layer.py")     # the module, or exit 3 saying what to do
+"""
+
+import os
+import sys
+
+MISSING = 3  # exit status of a script whose requirement (package, GPU, library) is missing
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def fail(script, what, how):
+    print(f"{script}: {what}.\n  {how}", file=sys.stderr)
+    sys.exit(MISSING)
+
+
+def torch_with_gpu(script):
+    """PyTorch with a CUDA GPU visible, or exit MISSING."""
+    try:
+        import torch
+    except ImportError:
+        fail(script, "needs PyTorch, which is not installed",
+             "Install it: python3 -m pip install torch (a CUDA build; see pytorch.org for the "
+             "one that matches your driver)")
+    if not torch.cuda.is_available():
+        fail(script, "needs a CUDA GPU, and PyTorch sees none (torch.cuda.is_available() is "
+             "False)", "Run it on a machine with an NVIDIA GPU and a CUDA build of PyTorch")
+    return torch
+
+
+def course_library(script):
+    """The library of the binding cuda_course will use (python/README.md), or exit MISSING."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cuda_course
+    from cuda_course import _lib
+
+    try:
+        which = cuda_course.binding()
+    except RuntimeError as e:
+        fail(script, str(e), "Set CUDA_COURSE_BINDING to auto, ctypes or tvm_ffi")
+    path = _lib.tvm_ffi_library_path() if which == "tvm_ffi" else _lib.library_path()
+    target = "course_py_tvm_ffi" if which == "tvm_ffi" else "course_py"
+    if not path.is_file():
+        fail(script, f"needs the course's library {path}, which does not exist",
+             f"Build it: cmake --preset default && cmake --build --preset default --target "
+             f"{target}, then export CUDA_COURSE_LIB=$PWD/build/default/labs/d14_capstone/"
+             f"libcourse_py.so (python/README.md)")
+    return cuda_course
+
+
+def courseplots(script):
+    """The course's plotting package (tools/plots/courseplots, on matplotlib), or exit
+    MISSING."""
+    plots = os.path.join(REPO, "tools", "plots")
+    if not os.path.isdir(os.path.join(plots, "courseplots")):
+        fail(script, f"needs the course's plotting package, expected in {plots}",
+             "Run it from the course's checkout (python/ beside tools/)")
+    sys.path.insert(0, plots)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        fail(script, "needs matplotlib, which is not installed",
+             "Install it: python3 -m pip install -r tools/plots/requirements.txt")
+    from courseplots import figures
+    from courseplots.data import InputError
+
+    return figures, InputError
