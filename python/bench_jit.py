@@ -186,7 +186,7 @@ def main():
         _toolchain.find_ninja()
         _toolchain.find_nvcc()
     except (ImportError, RuntimeError) as e:
-        needs.fail("bench_jit.py", str(e).split(":", 1)[-1].strip(),
+        needs.fail("bench_jit.py", f"needs the JIT's packages and nvcc: {e}",
                    "Install: python3 -m pip install -r python/requirements-jit.txt (and the "
                    "CUDA toolkit for nvcc)")
     gpu = None
@@ -196,9 +196,12 @@ def main():
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     except ImportError:
         pass
-    if args.arch is None and gpu is None:
-        needs.fail("bench_jit.py", "no GPU to compile for", "Pass --arch sm_90a (the host costs "
-                   "need no GPU)")
+    if args.arch is None:
+        try:
+            args.arch = jit.device_arch()
+        except RuntimeError:
+            needs.fail("bench_jit.py", "no GPU to compile for (neither PyTorch nor nvidia-smi "
+                       "sees one)", "Pass --arch sm_90a: the host costs need no GPU")
     rows = host_costs(args, jit)
     if gpu is not None:
         rows += per_call_costs(args, jit)
