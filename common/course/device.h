@@ -32,6 +32,17 @@ struct DeviceFacts {
 const DeviceFacts& device_facts(int device = 0);
 std::string describe(const DeviceFacts& facts);
 
+// Which Hopper a launcher needs: kAtLeast for instructions every GPU from 9.0 on has
+// (cp.async.bulk, mbarrier transaction counts), kSm90a for code compiled for sm_90a only
+// (wgmma, setmaxnreg), which runs on compute capability 9.0 and nothing else.
+enum class Hopper { kAtLeast, kSm90a };
+
+// Throws course::InvalidArgument "<who>: needs compute capability 9.0 (Hopper) for <what_for>;
+// this GPU (<name>) is X.Y" unless the GPU qualifies: the launchers of Days 7, 10 and 12 call
+// it before they launch a Hopper kernel (their tests skip, saying why, on other GPUs).
+void require_hopper(const std::string& who, const std::string& what_for,
+                    Hopper need = Hopper::kSm90a);
+
 // What the arithmetic of a kernel runs on, for its compute ceiling (course/bench.h's floor).
 enum class Math {
   kAny,        // the card's fastest: its 8-bit tensor-core rate (a floor no kernel can beat)

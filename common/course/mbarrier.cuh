@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "course/check.h"
 #include "course/smem.cuh"
@@ -135,6 +136,20 @@ inline MbarrierTimeout take_mbarrier_timeouts(const MbarrierTimeout& record) {
   const MbarrierTimeout cleared{};
   COURSE_CUDA_CHECK(cudaMemcpyToSymbol(record, &cleared, sizeof cleared));
   return timeout;
+}
+
+// The launchers' check after a Hopper kernel: reads the record (take_mbarrier_timeouts) and
+// throws "an mbarrier wait never completed (N waits gave up after 1 s, the first in block B,
+// expecting E transaction bytes): <what_to_check>" if any wait gave up.
+inline void throw_if_mbarrier_timed_out(const MbarrierTimeout& record,
+                                        const std::string& what_to_check) {
+  const MbarrierTimeout timeout = take_mbarrier_timeouts(record);
+  if (timeout.count == 0) return;
+  throw std::runtime_error("an mbarrier wait never completed (" + std::to_string(timeout.count) +
+                           " waits gave up after 1 s, the first in block " +
+                           std::to_string(timeout.block) + ", expecting " +
+                           std::to_string(timeout.expected) + " transaction bytes): " +
+                           what_to_check);
 }
 
 }  // namespace course

@@ -349,7 +349,7 @@ __device__ __forceinline__ int tile_valid(std::int64_t tile, std::int64_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 8 — a tile with CUB's block primitives (lesson §10.2). load_and_scan_tile: the
+// Exercise 2 — a tile with CUB's block primitives (lesson §10.2). load_and_scan_tile: the
 // inclusive scan of tile `tile` of x into items (blocked), its total returned to every thread;
 // store_tile: items + add written to the tile of y. Both end with the storage free for reuse.
 __device__ __forceinline__ std::uint32_t load_and_scan_tile(const std::int32_t* __restrict__ x,
@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(kScanThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 9 — reduce-then-scan (lesson §11.2). Pass 1 reduces every tile to its total, pass 2
+// Exercise 3 — reduce-then-scan (lesson §11.2). Pass 1 reduces every tile to its total, pass 2
 // (one block) scans the totals, pass 3 scans every tile again, starting from the totals of the
 // tiles before it. x is read twice: 3 x 4n bytes in all.
 __global__ void __launch_bounds__(kScanThreads)
@@ -416,7 +416,7 @@ __global__ void __launch_bounds__(kScanThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 10 — one pass, decoupled look-back (lesson §11.3). Every tile publishes a 64-bit
+// Exercise 4 — one pass, decoupled look-back (lesson §11.3). Every tile publishes a 64-bit
 // status word: the flag in the high half (X: nothing yet, A: the tile's own total, P: the
 // inclusive prefix up to and including the tile), the value in the low half.
 [[maybe_unused]] constexpr std::uint32_t kFlagX = 0, kFlagA = 1, kFlagP = 2;
@@ -522,7 +522,7 @@ struct SampleStorage {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 11 — min-p and the draw (lesson §13.1, §13.3).
+// Exercise 5 — min-p and the draw (lesson §13.1, §13.3).
 __device__ float row_max(const float* __restrict__ row, std::int64_t vocab,
                          SampleStorage& storage) {
   // TODO(d08.5): the largest probability of the row: each thread's maximum over a strided
@@ -558,7 +558,7 @@ __device__ int draw_token(const float* __restrict__ row, std::int64_t vocab, flo
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exercise 12 — the pivot search for top-k and top-p, without sorting (lesson §13.2). For
+// Exercise 6 — the pivot search for top-k and top-p, without sorting (lesson §13.2). For
 // p >= 0 the float's bits, read as an unsigned integer, sort like the float. So the threshold
 // is found 8 bits at a time, from the top, like one digit of a radix sort: a histogram of the
 // next 8 bits among the elements that share the bits decided so far, weighted by 1 (top-k:

@@ -10,6 +10,7 @@
 
 #include "course/check.h"
 #include "course/device.h"
+#include "course/smem.cuh"
 #include "course/vec.cuh"
 #include "course/warp.cuh"
 #include "lab.h"
@@ -433,14 +434,10 @@ void wgmma_64xn(const bfloat16* A, const bfloat16* B, float* C, int N, int K) {
                   "wgmma_64xn: A and B must be 16-byte aligned (they move in 16-byte chunks)");
   const std::size_t smem = static_cast<std::size_t>(kWgmmaM + N) * K * sizeof(bfloat16);
   if (N == 64) {
-    COURSE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_64xn_kernel<64>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(smem)));
+    course::allow_dynamic_smem(wgmma_64xn_kernel<64>, smem);
     wgmma_64xn_kernel<64><<<1, kWarpgroupThreads, smem>>>(A, B, C, K);
   } else {
-    COURSE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_64xn_kernel<128>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(smem)));
+    course::allow_dynamic_smem(wgmma_64xn_kernel<128>, smem);
     wgmma_64xn_kernel<128><<<1, kWarpgroupThreads, smem>>>(A, B, C, K);
   }
   COURSE_LAUNCH_CHECK();

@@ -504,22 +504,6 @@ void require_grid_y(const std::string& name, std::int64_t M, int rows_per_block)
                   name + ": M = " + std::to_string(M) + " needs more than 65535 blocks along y");
 }
 
-void require_hopper(const std::string& name) {
-  const auto& facts = course::device_facts();
-  course::require(facts.cc_major == 9 && facts.cc_minor == 0,
-                  name +
-                      ": needs compute capability 9.0 (Hopper: H100, H200) for TMA, wgmma and "
-                      "setmaxnreg, compiled for sm_90a; this GPU (" +
-                      facts.name + ") is " + std::to_string(facts.cc_major) + "." +
-                      std::to_string(facts.cc_minor));
-}
-
-template <class Kernel>
-void allow_smem(Kernel kernel, std::size_t bytes) {
-  COURSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)));
-}
-
 std::int64_t tiles(std::int64_t n, int tile) { return (n + tile - 1) / tile; }
 
 using course::tensor_map_encoder;  // cuTensorMapEncodeTiled, through the runtime
@@ -635,11 +619,11 @@ void gemm_6_mma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t 
   const bool c_vector_ok = N % kChunkElems == 0 && course::is_aligned(C, 16);
   const int grid = static_cast<int>(tiles(M, kMmaBM) * tiles(N, kMmaBN));
   if (row_major) {
-    allow_smem(gemm_6_mma_kernel<BLayout::kRowMajor>, kMmaSmemBytes);
+    course::allow_dynamic_smem(gemm_6_mma_kernel<BLayout::kRowMajor>, kMmaSmemBytes);
     gemm_6_mma_kernel<BLayout::kRowMajor>
         <<<grid, kMmaThreads, kMmaSmemBytes>>>(A, B, C, M, N, K, c_vector_ok);
   } else {
-    allow_smem(gemm_6_mma_kernel<BLayout::kColMajor>, kMmaSmemBytes);
+    course::allow_dynamic_smem(gemm_6_mma_kernel<BLayout::kColMajor>, kMmaSmemBytes);
     gemm_6_mma_kernel<BLayout::kColMajor>
         <<<grid, kMmaThreads, kMmaSmemBytes>>>(A, B, C, M, N, K, c_vector_ok);
   }
@@ -659,13 +643,13 @@ WgmmaStage wgmma_stage(int element_bytes) {
 void gemm_7_wgmma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t M, std::int64_t N,
                   std::int64_t K, int debug_extra_tx_bytes) {
   const std::string name = "gemm_7_wgmma";
-  require_hopper(name);
+  course::require_hopper(name, "TMA, wgmma and setmaxnreg");
   if (!check_gemm_args(name, A, B, C, M, N, K)) return;
   require_tma(name, A, B, K, 2);
   const CUtensorMap a_map = make_kmajor_map(A, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, M, K, kWgBM);
   const CUtensorMap b_map = make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, N, K, kWgBN);
   const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
-  allow_smem(gemm_7_wgmma_kernel, kWgSmemBytes);
+  course::allow_dynamic_smem(gemm_7_wgmma_kernel, kWgSmemBytes);
   gemm_7_wgmma_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(
       a_map, b_map, C, M, N, K, c_pair_ok, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
@@ -675,28 +659,23 @@ void gemm_8_fp8(const fp8_e4m3* A, const fp8_e4m3* B, bfloat16* C, std::int64_t 
                 std::int64_t K, const float* scale_a, const float* scale_b,
                 int debug_extra_tx_bytes) {
   const std::string name = "gemm_8_fp8";
-  require_hopper(name);
+  course::require_hopper(name, "TMA, wgmma and setmaxnreg");
   if (!check_gemm_args(name, A, B, C, M, N, K)) return;
   course::require(scale_a != nullptr && scale_b != nullptr, name + ": null scale pointer");
   require_tma(name, A, B, K, 1);
   const CUtensorMap a_map = make_kmajor_map(A, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, M, K, kWgBM);
   const CUtensorMap b_map = make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, N, K, kWgBN);
   const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
-  allow_smem(gemm_8_fp8_kernel, kWgSmemBytes);
+  course::allow_dynamic_smem(gemm_8_fp8_kernel, kWgSmemBytes);
   gemm_8_fp8_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(
       a_map, b_map, C, M, N, K, scale_a, scale_b, c_pair_ok, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
 }
 
 void check_mbarrier_timeouts() {
-  const course::MbarrierTimeout timeout = course::take_mbarrier_timeouts(g_mbarrier_timeout);
-  if (timeout.count == 0) return;
-  throw std::runtime_error("an mbarrier wait never completed (" + std::to_string(timeout.count) +
-                           " waits gave up after 1 s, the first in block " +
-                           std::to_string(timeout.block) + "): the stage expected " +
-                           std::to_string(timeout.expected) +
-                           " transaction bytes; do the two boxes deliver that many, and is every "
-                           "stage released on its empty barrier (lesson §8.4)?");
+  course::throw_if_mbarrier_timed_out(g_mbarrier_timeout,
+                                      "do the two boxes deliver that many, and is every stage "
+                                      "released on its empty barrier (lesson §8.4)?");
 }
 
 }  // namespace d10

@@ -19,6 +19,7 @@
 #include "course/check.h"
 #include "course/cp_async.cuh"
 #include "course/device.h"
+#include "course/smem.cuh"
 #include "course/vec.cuh"
 #include "course/warp.cuh"
 #include "lab.h"
@@ -413,8 +414,7 @@ void launch_attention(const KernelParams<T>& p, int batch) {
   // copies bypass L1 anyway), which the driver's default split need not give. (A static's
   // initialiser that throws runs again at the next call.)
   static const bool attributes_set = [kernel] {
-    COURSE_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    course::allow_dynamic_smem(kernel, smem);
     COURSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
     return true;

@@ -702,25 +702,8 @@ bool check_gemv_args(const char* who, const bfloat16* W, const bfloat16* x, floa
   return true;
 }
 
-void require_hopper(const char* who) {
-  const auto& facts = course::device_facts();
-  course::require(facts.cc_major >= 9,
-                  std::string(who) +
-                      ": needs compute capability 9.0 (Hopper) or later for "
-                      "cp.async.bulk and the Tensor Memory Accelerator; this GPU (" +
-                      facts.name + ") is " + std::to_string(facts.cc_major) + "." +
-                      std::to_string(facts.cc_minor));
-}
-
 int gemv_grid(std::int64_t N) {
   return static_cast<int>(course::ceil_div<std::int64_t>(N, kRowsPerBlock));
-}
-
-// Shared memory beyond 48 KiB must be asked for, kernel by kernel.
-template <class Kernel>
-void allow_smem(Kernel kernel, std::size_t bytes) {
-  COURSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)));
 }
 
 template <int kBatch>
@@ -734,7 +717,7 @@ template <int kBatch>
 void launch_gemv_2(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
                    int batch) {
   const std::size_t smem = 2 * sizeof(bfloat16) * stage_elems<kBatch, kTileK>;
-  allow_smem(gemv_2_double_buffer_kernel<kBatch>, smem);
+  course::allow_dynamic_smem(gemv_2_double_buffer_kernel<kBatch>, smem);
   gemv_2_double_buffer_kernel<kBatch><<<gemv_grid(N), kGemvThreads, smem>>>(W, x, y, N, K, batch);
   COURSE_LAUNCH_CHECK();
 }
@@ -743,7 +726,7 @@ template <int kBatch, int kStages>
 void launch_gemv_3(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
                    int batch) {
   const std::size_t smem = kStages * sizeof(bfloat16) * stage_elems<kBatch, kTileK>;
-  allow_smem(gemv_3_multistage_kernel<kBatch, kStages>, smem);
+  course::allow_dynamic_smem(gemv_3_multistage_kernel<kBatch, kStages>, smem);
   gemv_3_multistage_kernel<kBatch, kStages>
       <<<gemv_grid(N), kGemvThreads, smem>>>(W, x, y, N, K, batch);
   COURSE_LAUNCH_CHECK();
@@ -767,7 +750,7 @@ void launch_gemv_4(const bfloat16* W, const bfloat16* x, float* y, std::int64_t 
                    int batch, int debug_extra_tx_bytes) {
   const std::size_t smem =
       kBulkStages * (sizeof(bfloat16) * stage_elems<kBatch, kTileK> + sizeof(std::uint64_t));
-  allow_smem(gemv_4_bulk_kernel<kBatch>, smem);
+  course::allow_dynamic_smem(gemv_4_bulk_kernel<kBatch>, smem);
   gemv_4_bulk_kernel<kBatch>
       <<<gemv_grid(N), kGemvThreads, smem>>>(W, x, y, N, K, batch, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
@@ -779,7 +762,7 @@ void launch_gemv_5(const CUtensorMap& w_map, const CUtensorMap& x_map, float* y,
   const std::size_t smem =
       kTmaAlign +
       kTmaStages * (sizeof(bfloat16) * stage_elems<kBatch, kTmaTileK> + sizeof(std::uint64_t));
-  allow_smem(gemv_5_tma_kernel<kBatch>, smem);
+  course::allow_dynamic_smem(gemv_5_tma_kernel<kBatch>, smem);
   gemv_5_tma_kernel<kBatch>
       <<<gemv_grid(N), kGemvThreads, smem>>>(w_map, x_map, y, N, K, batch, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
@@ -874,7 +857,8 @@ std::int64_t bulk_stage_bytes(int rows, int batch, std::int64_t chunks) {
 
 void gemv_4_bulk(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
                  int batch, int debug_extra_tx_bytes) {
-  require_hopper("gemv_4_bulk");
+  course::require_hopper("gemv_4_bulk", "cp.async.bulk and the Tensor Memory Accelerator",
+                         course::Hopper::kAtLeast);
   if (!check_gemv_args("gemv_4_bulk", W, x, y, N, K, batch)) return;
   if (batch == 1) return launch_gemv_4<1>(W, x, y, N, K, batch, debug_extra_tx_bytes);
   if (batch <= 4) return launch_gemv_4<4>(W, x, y, N, K, batch, debug_extra_tx_bytes);
@@ -883,7 +867,8 @@ void gemv_4_bulk(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N,
 
 void gemv_5_tma(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, std::int64_t K,
                 int batch, int debug_extra_tx_bytes) {
-  require_hopper("gemv_5_tma");
+  course::require_hopper("gemv_5_tma", "cp.async.bulk and the Tensor Memory Accelerator",
+                         course::Hopper::kAtLeast);
   if (!check_gemv_args("gemv_5_tma", W, x, y, N, K, batch)) return;
   const CUtensorMap w_map = make_tensor_map_2d(W, N, K, kRowsPerBlock, kTmaTileK);
   const CUtensorMap x_map = make_tensor_map_2d(x, batch, K, batch, kTmaTileK);
@@ -893,13 +878,9 @@ void gemv_5_tma(const bfloat16* W, const bfloat16* x, float* y, std::int64_t N, 
 }
 
 void check_mbarrier_timeouts() {
-  const course::MbarrierTimeout timeout = course::take_mbarrier_timeouts(g_mbarrier_timeout);
-  if (timeout.count == 0) return;
-  throw std::runtime_error("the mbarrier never completed (" + std::to_string(timeout.count) +
-                           " waits gave up after 1 s, the first in block " +
-                           std::to_string(timeout.block) + "): the expected transaction count (" +
-                           std::to_string(timeout.expected) +
-                           " bytes) does not match the bytes the copies deliver (lesson §6.3)");
+  course::throw_if_mbarrier_timed_out(
+      g_mbarrier_timeout,
+      "the expected transaction count does not match the bytes the copies deliver (lesson §6.3)");
 }
 
 }  // namespace d07

@@ -1073,9 +1073,7 @@ bool check_prefill_args(const char* who, const PrefillArgs<T>& a) {
 template <class T, int kHeadDim>
 void launch_prefill_1(const PrefillArgs<T>& args) {
   constexpr std::size_t smem = smem_bytes<kHeadDim>();
-  COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_1_mma_kernel<T, kHeadDim>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem)));
+  course::allow_dynamic_smem(prefill_1_mma_kernel<T, kHeadDim>, smem);
   const unsigned grid = static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)) *
                         static_cast<unsigned>(args.num_heads) * static_cast<unsigned>(args.batch);
   prefill_1_mma_kernel<T, kHeadDim><<<grid, kThreads, smem>>>(args);
@@ -1087,16 +1085,6 @@ void prefill_1(const PrefillArgs<T>& args) {
   if (!check_prefill_args("prefill_1_mma", args)) return;
   if (args.head_dim == 64) return launch_prefill_1<T, 64>(args);
   launch_prefill_1<T, 128>(args);
-}
-
-void require_hopper(const char* who) {
-  const auto& facts = course::device_facts();
-  course::require(facts.cc_major == 9,
-                  std::string(who) +
-                      ": needs compute capability 9.0 (Hopper: wgmma and the Tensor Memory "
-                      "Accelerator, compiled for sm_90a); this GPU (" +
-                      facts.name + ") is " + std::to_string(facts.cc_major) + "." +
-                      std::to_string(facts.cc_minor));
 }
 
 using course::tensor_map_encoder;  // cuTensorMapEncodeTiled, through the runtime
@@ -1129,7 +1117,7 @@ CUtensorMap make_head_map(const T* base, std::int64_t rows, int heads) {
 
 template <class T>
 void prefill_2(const PrefillArgs<T>& args) {
-  require_hopper("prefill_2_wgmma");
+  course::require_hopper("prefill_2_wgmma", "wgmma and the Tensor Memory Accelerator");
   if (!check_prefill_args("prefill_2_wgmma", args)) return;
   course::require(args.head_dim == kHopperHeadDim,
                   "prefill_2_wgmma: head_dim must be 128 (the Hopper kernel is compiled for it "
@@ -1138,9 +1126,7 @@ void prefill_2(const PrefillArgs<T>& args) {
   const CUtensorMap k_map = make_head_map(args.k, args.total_kv, args.num_kv_heads);
   const CUtensorMap v_map = make_head_map(args.v, args.total_kv, args.num_kv_heads);
   constexpr std::size_t smem = hopper_smem_bytes();
-  COURSE_CUDA_CHECK(cudaFuncSetAttribute(prefill_2_wgmma_kernel<T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem)));
+  course::allow_dynamic_smem(prefill_2_wgmma_kernel<T>, smem);
   const unsigned grid = static_cast<unsigned>(course::ceil_div(args.max_seqlen_q, kBlockM)) *
                         static_cast<unsigned>(args.num_heads) * static_cast<unsigned>(args.batch);
   prefill_2_wgmma_kernel<T><<<grid, kHopperThreads, smem>>>(args, q_map, k_map, v_map);
@@ -1155,14 +1141,9 @@ void prefill_2_wgmma(const PrefillArgs<bfloat16>& args) { prefill_2(args); }
 void prefill_2_wgmma(const PrefillArgs<half>& args) { prefill_2(args); }
 
 void check_mbarrier_timeouts() {
-  const course::MbarrierTimeout timeout = course::take_mbarrier_timeouts(g_mbarrier_timeout);
-  if (timeout.count == 0) return;
-  throw std::runtime_error("an mbarrier never completed (" + std::to_string(timeout.count) +
-                           " waits gave up after 1 s, the first in block " +
-                           std::to_string(timeout.block) + ", expecting " +
-                           std::to_string(timeout.expected) +
-                           " bytes): a copy that never arrived, a wrong transaction count or a "
-                           "wrong phase parity (lesson §9)");
+  course::throw_if_mbarrier_timed_out(g_mbarrier_timeout,
+                                      "a copy that never arrived, a wrong transaction count or "
+                                      "a wrong phase parity (lesson §9)");
 }
 
 }  // namespace d12
