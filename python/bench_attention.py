@@ -114,7 +114,8 @@ def main(argv=None):
         if "error" in r:
             print(f"  causal={int(r['causal'])} {r['kernel']:<34} not run: {r['error']}")
         else:
-            diff = f"  rel. L2 vs first {r['rel_l2_vs_first']:.1e}" if "rel_l2_vs_first" in r else ""
+            diff = (f"  rel. L2 vs first {r['rel_l2_vs_first']:.1e}" if "rel_l2_vs_first" in r
+                    else "")
             print(f"  causal={int(r['causal'])} {r['kernel']:<34} {r['TFLOP/s']:7.1f} TFLOP/s "
                   f"({r['median_ms']:.3f} ms, spread {r['spread_%']:.1f} %){diff}")
     if args.json:

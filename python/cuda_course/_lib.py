@@ -87,7 +87,8 @@ def lib():
 
 
 def call(name, *args):
-    """Calls entry point `name`; a nonzero return becomes RuntimeError with the library's message."""
+    """Calls entry point `name`; a nonzero return becomes RuntimeError with the library's
+    message."""
     library = lib()
     rc = getattr(library, name)(*args)
     if rc != 0:

@@ -47,7 +47,8 @@ def rope_ref(qkv, positions, heads, kv_heads, theta):
     t, width = qkv.shape
     dim = width // (heads + 2 * kv_heads)
     half = dim // 2
-    inv = torch.tensor(cuda_course.rope_inv_freq(dim, theta), dtype=torch.float64, device=qkv.device)
+    inv = torch.tensor(cuda_course.rope_inv_freq(dim, theta), dtype=torch.float64,
+                       device=qkv.device)
     angle = positions.to(torch.float64)[:, None] * inv[None, :]  # [T, half]
     cos, sin = torch.cos(angle)[:, None, :], torch.sin(angle)[:, None, :]
     x = qkv.view(t, heads + 2 * kv_heads, dim)
