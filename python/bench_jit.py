@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measures what each way of reaching the course's kernels from Python costs (the lesson
-section on cuda_course.jit and the two bindings, python/LESSON_SECTION.md):
+section on cuda_course.jit and the two bindings, lesson 14 §8):
 
   cold compile   JitCache.load of a specialisation not yet on disk: render, nvcc through ninja,
                  hash, rename, tvm_ffi.load_module (no GPU needed: --arch)

@@ -145,11 +145,10 @@ inline void throw_if_mbarrier_timed_out(const MbarrierTimeout& record,
                                         const std::string& what_to_check) {
   const MbarrierTimeout timeout = take_mbarrier_timeouts(record);
   if (timeout.count == 0) return;
-  throw std::runtime_error("an mbarrier wait never completed (" + std::to_string(timeout.count) +
-                           " waits gave up after 1 s, the first in block " +
-                           std::to_string(timeout.block) + ", expecting " +
-                           std::to_string(timeout.expected) + " transaction bytes): " +
-                           what_to_check);
+  throw std::runtime_error(
+      "an mbarrier wait never completed (" + std::to_string(timeout.count) +
+      " waits gave up after 1 s, the first in block " + std::to_string(timeout.block) +
+      ", expecting " + std::to_string(timeout.expected) + " transaction bytes): " + what_to_check);
 }
 
 }  // namespace course

@@ -668,7 +668,6 @@ void expect_row_limits(const std::string& who, const char* cols_name,
   COURSE_EXPECT_NO_THROW(launch(1, 0, 0, true));
 }
 
-
 class AddBiasGeluUnfused : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 
 TEST_P(AddBiasGeluUnfused, MatchesTheReferenceForEveryShape) {
@@ -774,7 +773,6 @@ bool expect_silu_and_mul(const Shape& s) {
   return out.expect(ref::silu_and_mul(course::as_doubles(input.host), d), s.cols, who, "out",
                     "out of " + who + " (" + s.text("d") + "; TODO d02.7)");
 }
-
 
 class SiluAndMul : public course::GpuTest, public ::testing::WithParamInterface<DType> {};
 

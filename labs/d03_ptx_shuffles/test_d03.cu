@@ -942,7 +942,6 @@ void expect_unaligned_pointers_work() {
                                 "aligned: the launcher must take the scalar path)");
 }
 
-
 class FastGelu : public course::GpuTest {};
 
 TEST_F(FastGelu, Float32MatchesTheReferenceForEverySize) { expect_every_size_matches<float>(); }

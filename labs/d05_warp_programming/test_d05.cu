@@ -591,7 +591,6 @@ std::vector<std::int32_t> make_keys(std::int64_t n, int bins, Keys kind) {
 
 using CountCase = std::tuple<std::int64_t, int, Keys>;
 
-
 class MatchKeyCounting : public course::GpuTest, public ::testing::WithParamInterface<CountCase> {};
 
 TEST_P(MatchKeyCounting, CountsEveryKey) {

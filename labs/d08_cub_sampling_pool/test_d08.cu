@@ -88,7 +88,6 @@ using d08::PoolStats;
 constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kMiB = 1024 * kKiB;
 
-
 // ---------------------------------------------------------------- the fake backend
 // Segments get addresses from a counter, with a 2 MiB gap after each, so that two segments never
 // touch (a pool that merged blocks across segments would be caught). Events are ids; each

@@ -504,7 +504,8 @@ void with_dtype(ElementType t, Fn&& fn) {
 float default_scale(int head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 
 // ---------------------------------------------------------------- Exercise 2: DecodeAttention
-const std::string kTodoAttention = "no split: TODO(d11.2a) tiles, (d11.2b) softmax, (d11.2c) output";
+const std::string kTodoAttention =
+    "no split: TODO(d11.2a) tiles, (d11.2b) softmax, (d11.2c) output";
 
 class DecodeAttention : public course::GpuTest, public ::testing::WithParamInterface<Config> {};
 

@@ -100,7 +100,6 @@ using course::bfloat16;
 using course::half;
 using course::observed;
 
-
 // A fresh, empty cache folder for one test, removed at the end.
 class TempDir {
  public:
