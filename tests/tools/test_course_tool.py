@@ -114,11 +114,29 @@ class ResultsTest(unittest.TestCase):
             Test time =   0.01 sec
             ----------------------------------------------------------
             Test Failed.
+            4/5 Testing: tools.test_site
+            Output:
+            ----------------------------------------------------------
+            test_x (test_site.T.test_x) ... skipped 'mkdocs is not installed'
+            4 passed, 1 skipped (not passed): 1 because mkdocs is not installed
+            <end of output>
+            Test time =   0.30 sec
+            ----------------------------------------------------------
+            Test Passed.
+            5/5 Testing: tools.format
+            Output:
+            ----------------------------------------------------------
+            SKIPPED: clang-format 14 is not installed
+            <end of output>
+            Test time =   0.10 sec
+            ----------------------------------------------------------
+            Test Passed.
             """)
         tests = R.parse_ctest_log(log)
         self.assertEqual([(t.name, t.status) for t in tests],
                          [("d01.lab.A.a", R.SKIPPED), ("harness.gpu.T.t", R.SKIPPED),
-                          ("d01.lab.A.b", R.CRASHED)])
+                          ("d01.lab.A.b", R.CRASHED), ("tools.test_site", R.SKIPPED),
+                          ("tools.format", R.SKIPPED)])
 
     def test_the_ctest_junit_file_tells_skips_from_fixture_failures(self):
         xml = textwrap.dedent("""\

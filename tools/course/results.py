@@ -347,6 +347,10 @@ def parse_ctest_log(text: str) -> List[CtestTest]:
             if told == SKIPPED or (not told and "[  SKIPPED ]" in out
                                    and "[  PASSED  ] 0 tests" in out):
                 status = SKIPPED
+            # tools/unittest_run.py ("3 passed, 2 skipped (not passed): ...") and the tools'
+            # scripts ("SKIPPED: why") exit with the SKIP_RETURN_CODE.
+            elif re.search(r"^\d+ passed, \d+ skipped \(not passed\)|^SKIPPED: ", out, re.M):
+                status = SKIPPED
         elif told in FAILURES:
             status = told  # crashed, timed out, not run: finer than ctest's "failed"
         tests.append(CtestTest(name, status, out, seconds))
