@@ -299,7 +299,10 @@ class SandboxTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as private, tempfile.TemporaryDirectory() as hidden:
             with open(os.path.join(hidden, "secret"), "w") as f:
                 f.write("x")
-            prefix = sandbox.prefix(private=private, hide=[hidden])
+            # The program's folder is shown again, as the grader shows a student's build: the
+            # course's tree may live under /tmp or /home, which the sandbox hides.
+            prefix = sandbox.prefix(private=private, hide=[hidden],
+                                    readable=[os.path.dirname(os.path.realpath(FIXTURE))])
             cases, _ = runner.run_tests(FIXTURE, ["Fixture.Passes", "Fixture.Fails",
                                                   "Observe.Value"], timeout=30, budget=60,
                                         prefix=prefix)

@@ -61,6 +61,27 @@ class SubmissionTest(unittest.TestCase):
             self.assertEqual(submission.student_id(name), name)
 
 
+class DependencyTest(unittest.TestCase):
+    """What a kernel.cu may include, wherever the course and the toolkit are checked out."""
+
+    def test_the_course_and_the_toolkit_may_live_under_private_places(self):
+        from course import objcheck
+        for tree in ("/tmp/ci", "/home/ana/course", "/srv/course"):
+            with self.subTest(tree=tree):
+                deps = [f"{tree}/labs/d01_first_kernels/lab.h", f"{tree}/common/course/check.h",
+                        "/home/ana/cuda/include/cuda_runtime.h", "/usr/include/c++/12/vector"]
+                self.assertEqual(objcheck.dependency_problems(
+                    deps, tree, [f"{tree}/build", "/tmp/grades"], f"/tmp/grades/s/kernel.cu",
+                    toolkit="/home/ana/cuda"), [])
+                bad = objcheck.dependency_problems(
+                    [f"{tree}/solutions/d01_first_kernels/kernel.cu", "/tmp/grades/bob/kernel.cu",
+                     "/home/ana/notes.h", f"{tree}/tests/mutants/d01.json"],
+                    tree, [f"{tree}/build", "/tmp/grades"], "/tmp/grades/s/kernel.cu",
+                    toolkit="/home/ana/cuda")
+                self.assertEqual(len(bad), 4, bad)
+                self.assertIn("solutions are not yours", bad[0])
+
+
 class CtestFilesTest(unittest.TestCase):
     """The student's CTestTestfile.cmake is the course build's registration (testrun.discover)
     plus the graded sanitizer runs, which carry the time limit the instructor gave (`course grade

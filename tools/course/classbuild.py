@@ -125,6 +125,14 @@ def commands_for(m: Manifest, lab: Lab) -> Commands:
         link_dir=m.binary_dir)
 
 
+def toolkit_root(compile_argv: List[str]) -> str:
+    """The CUDA toolkit's root folder, from the compile command's compiler (<root>/bin/nvcc)."""
+    if not compile_argv:
+        return ""
+    compiler = shutil.which(compile_argv[0]) or compile_argv[0]
+    return os.path.dirname(os.path.dirname(os.path.realpath(compiler)))
+
+
 def _fill(argv: List[str], **values: str) -> List[str]:
     table = {SOURCE: values.get("source"), OBJECT: values.get("object"),
              KERNEL_LIB: values.get("kernel_lib"), OUTPUT: values.get("output")}
@@ -226,7 +234,8 @@ def build_day(cmds: Commands, lab: Lab, kernel: str, out_dir: str, cache_dir: st
                 deps = objcheck.parse_depfile(f.read())
         except OSError:
             deps = []
-        bad = objcheck.dependency_problems(deps, source_dir, hidden, source)
+        bad = objcheck.dependency_problems(deps, source_dir, hidden, source,
+                                           toolkit_root(cmds.compile))
         if bad:
             result.problems = bad
             log.append("\n".join(bad))

@@ -133,6 +133,8 @@ class Jail:
         self.on = opts.use_sandbox
         self.hide = [opts.out, opts.submissions, os.path.join(m.source_dir, "solutions"),
                      m.binary_dir]
+        # Shown again, read-only, inside the hidden places (/tmp, /root, /home, the out folder):
+        # the course's tree may be checked out under any of them.
         self.readable = [os.path.join(m.source_dir, "labs"), os.path.join(m.source_dir, "common"),
                          os.path.join(sdir, "build")]
         self.sdir = sdir
@@ -551,7 +553,9 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
                 commands[lab.day], lab, sub.kernels[lab.day], out_dir,
                 os.path.join(opts.out, "cache"),
                 os.path.join(sdir, "build-logs", f"{lab.day}_lab.log"), folder=sub.folder,
-                display=display(lab), sandbox=jail.prefix(out_dir, run=False),
+                display=display(lab),
+                sandbox=jail.prefix(out_dir, run=False, readable=[
+                    classbuild.toolkit_root(commands[lab.day].compile)]),
                 source_dir=m.source_dir,
                 hidden=jail.hide,
                 object_check=(lambda obj: check_object(m, lab, obj)) if opts.object_check

@@ -115,18 +115,23 @@ PRIVATE_PLACES = ("/etc", "/proc", "/sys", "/dev", "/root", "/home", "/tmp", "/v
 
 
 def dependency_problems(deps: Iterable[str], source_dir: str, hidden: Iterable[str],
-                        source: str) -> List[str]:
+                        source: str, toolkit: str = "") -> List[str]:
     """Files the compiler read (its -MD list) that a submission may not include: in the course's
     tree anything but labs/ and common/ (solutions/ above all), the grader's hidden folders,
-    and the system's private places."""
+    and the system's private places. The course's labs/ and common/ and the CUDA toolkit
+    (`toolkit`, its root folder) are allowed wherever they are installed, /home or /tmp
+    included."""
     tree = os.path.realpath(source_dir).rstrip("/") + "/" if source_dir else ""
     allowed_in_tree = [tree + "labs/", tree + "common/"] if tree else []
+    allowed = allowed_in_tree + ([os.path.realpath(toolkit).rstrip("/") + "/"] if toolkit else [])
     hidden = [os.path.realpath(h).rstrip("/") + "/" for h in hidden if h]
     source = os.path.realpath(source)
     bad = []
     for d in deps:
         real = os.path.realpath(d)
         if real == source:
+            continue
+        if any(real.startswith(a) for a in allowed) and not any(real.startswith(h) for h in hidden):
             continue
         if tree and real.startswith(tree) and not any(real.startswith(a) for a in allowed_in_tree):
             why = ("the course's solutions are not yours to include"
