@@ -129,7 +129,9 @@ def toolkit_root(compile_argv: List[str]) -> str:
     """The CUDA toolkit's root folder, from the compile command's compiler (<root>/bin/nvcc)."""
     if not compile_argv:
         return ""
-    compiler = shutil.which(compile_argv[0]) or compile_argv[0]
+    compiler = shutil.which(compile_argv[0])
+    if not compiler:
+        return ""  # no such compiler: nothing to show (never a folder next to the working one)
     return os.path.dirname(os.path.dirname(os.path.realpath(compiler)))
 
 

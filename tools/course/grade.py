@@ -136,7 +136,7 @@ class Jail:
         # Shown again, read-only, inside the hidden places (/tmp, /root, /home, the out folder):
         # the course's tree may be checked out under any of them.
         self.readable = [os.path.join(m.source_dir, "labs"), os.path.join(m.source_dir, "common"),
-                         os.path.join(sdir, "build")]
+                         os.path.join(sdir, "build"), classbuild.toolkit_root(["nvcc"])]
         self.sdir = sdir
 
     def prefix(self, private: str, readable: Optional[List[str]] = None,
