@@ -1,15 +1,17 @@
-"""The JIT's templates stay copies of the course's tested code: the device code of Day 11's
-decode attention, line for line, and the helpers of common/course/, block for block. A change to
-the solution or a helper that is not carried over to the template fails here (and says where).
-Needs the course's checkout (skipped in a pip-installed package without it)."""
+"""The JIT's templates take the course's tested code, never a copy of it: the rendered decode
+attention holds Day 11's device code exactly as solutions/d11_decode_attention/kernel.cu has it,
+and every rendered source holds common/course/'s headers as they are. A template that pasted its
+own copy, or a render that lost the solution's code, fails here (and says where). Needs the
+course's checkout (skipped in a pip-installed package without it)."""
 
 import os
-import re
 import unittest
 
 from jit_support import REPO
 
 from cuda_course.jit import TEMPLATES
+from cuda_course.jit import _render
+from cuda_course.jit._ops import decode_spec, rmsnorm_spec
 
 SOLUTION_D11 = os.path.join(REPO, "solutions", "d11_decode_attention", "kernel.cu")
 COMMON = os.path.join(REPO, "common", "course")
@@ -20,70 +22,28 @@ def read(*parts):
         return f.read()
 
 
-def solution_device_code(path):
-    """The solution's device code as the template holds it: from the first `using course::` to
-    the host side, without the starter's blocks and markers."""
-    lines = read(path).split("\n")
-    start = next(i for i, line in enumerate(lines) if line.startswith("using course::"))
-    end = next(i for i, line in enumerate(lines) if line.startswith("// Host side."))
-    out, skip = [], False
-    for line in lines[start:end - 1]:
-        s = line.strip()
-        if s.startswith("// >>> STARTER"):
-            skip = True
-        elif s.startswith("// === SOLUTION"):
-            skip = False
-        elif s.startswith("// <<<") or skip:
-            continue
-        else:
-            out.append(line)
-    return "\n".join(out).rstrip("\n")
-
-
-def code_blocks(text):
-    """Blank-line-separated blocks of code, comments and preprocessor lines dropped."""
-    blocks, current = [], []
-    for line in text.split("\n") + [""]:
-        s = line.strip()
-        if s.startswith("//") or s.startswith("#"):
-            continue
-        if not s:
-            if current:
-                blocks.append("\n".join(current))
-            current = []
-        else:
-            current.append(line.rstrip())
-    return blocks
-
-
 @unittest.skipUnless(os.path.isfile(SOLUTION_D11) and os.path.isdir(COMMON),
                      "the course's checkout (solutions/, common/) is not beside this package")
 class TemplatesFollowTheSolutions(unittest.TestCase):
     def test_decode_device_code_is_day_11s(self):
+        want = _render.solution_device_code("d11_decode_attention")
+        self.assertIn("__global__", want)
+        self.assertIn("split_range_of", want)
+        self.assertNotIn("STARTER", want)
+        self.assertIn(want, decode_spec("bfloat16", 128, 4).render())
+        # ... and the template itself holds none of it: one source for Day 11's kernels.
         template = read(TEMPLATES, "decode_attention.cu.jinja")
-        begin = "// --- copy of solutions/d11_decode_attention/kernel.cu (device code) ---\n"
-        end = "\n// --- end of copy ---"
-        copy = template[template.index(begin) + len(begin):template.index(end)].rstrip("\n")
-        want = solution_device_code(SOLUTION_D11)
-        if copy != want:
-            a, b = copy.split("\n"), want.split("\n")
-            first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            self.fail(f"decode_attention.cu.jinja's copy differs from {SOLUTION_D11} at copied "
-                      f"line {first + 1}:\n  template: {a[first] if first < len(a) else '(end)'}"
-                      f"\n  solution: {b[first] if first < len(b) else '(end)'}")
+        self.assertNotIn("split_range_of", template)
 
     def test_device_helpers_are_common_courses(self):
-        ours = read(TEMPLATES, "course_device.cuh")
-        theirs = "\n".join(read(COMMON, name)
-                           for name in ("vec.cuh", "warp.cuh", "cp_async.cuh", "smem.cuh"))
-        blocks = [b for b in code_blocks(ours)
-                  if not re.match(r"^(namespace|}  // namespace|\s*}\s*$)", b)]
-        self.assertGreater(len(blocks), 8)
-        theirs_code = "\n".join(code_blocks(theirs))
-        for block in blocks:
-            block = block.replace("namespace course {\n", "")
-            self.assertTrue(block in theirs_code, "course_device.cuh has a block common/course/ "
-                            "does not (update the copy):\n" + block)
+        for spec in (decode_spec("float16", 64, 1), rmsnorm_spec("bfloat16", 4096, 8)):
+            source = spec.render()
+            for name in ("vec.cuh", "warp.cuh"):
+                body = read(COMMON, name).replace("#pragma once\n", "")
+                self.assertIn(body.rstrip("\n"), source, f"{spec.name} lost common/course/{name}")
+            self.assertNotIn('#include "course/', source, "every course header is pasted in")
+        self.assertEqual([n for n in os.listdir(TEMPLATES) if n.endswith((".cuh", ".h"))
+                          and n != "tvm_ffi_args.h"], [], "no copy of a course header")
 
     def test_rmsnorm_template_keeps_day_6s_arithmetic(self):
         template = read(TEMPLATES, "rmsnorm.cu.jinja")
