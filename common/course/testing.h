@@ -12,11 +12,13 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "course/buffer.h"
+#include "course/check.h"
 #include "course/compare.h"
 #include "course/device.h"
 #include "course/observe.h"
@@ -64,6 +66,19 @@ inline void report_measured(const std::string& key, const std::string& line) {
 // the test program (`<tests> --course_points` prints them as JSON) for exercises that lab.json
 // does not name.
 int register_points(const char* exercise, double points);
+
+// A given launcher's argument check (lab.h: every function checks its arguments): `call` must
+// throw course::InvalidArgument. What it did is observed, so that the grader judges the
+// student's launcher; a student who changes a given launcher must keep its checks. `what` names
+// the call, `why` the rule it breaks.
+inline void expect_rejected(const std::function<void()>& call, const std::string& what,
+                            const char* why) {
+  const Thrown t = observed_throw<InvalidArgument>(call, "rejected call");
+  EXPECT_TRUE(t.threw) << what << " must throw course::InvalidArgument (" << why
+                       << "): keep the given launcher's course::require. It "
+                       << (t.threw_other ? "threw another exception: " + t.what
+                                         : std::string("threw nothing"));
+}
 
 class GpuTest : public ::testing::Test {
  protected:

@@ -267,16 +267,7 @@ void expect_runs(const Elementwise<T>& op, std::initializer_list<Launch> runs) {
     if (!expect_run(op, run)) return;  // one failing run is enough to read
 }
 
-// The call must throw course::InvalidArgument (lab.h: "checks its arguments"). What it did is
-// observed, so that the grader judges the student's launcher. The launchers are given: a student
-// who changes one must keep its checks.
-void expect_rejected(const std::function<void()>& call, const std::string& what, const char* why) {
-  const course::Thrown t = course::observed_throw<course::InvalidArgument>(call, "rejected call");
-  EXPECT_TRUE(t.threw) << what << " must throw course::InvalidArgument (" << why
-                       << "): keep the given launcher's course::require. It "
-                       << (t.threw_other ? "threw another exception: " + t.what
-                                         : std::string("threw nothing"));
-}
+using course::expect_rejected;
 
 // An element-wise launcher's limits: n = -1 and max_blocks = -1 (just outside) throw; n = 0 is
 // accepted without touching a pointer (null ones here); n = 1 on a grid of 1 block (the first

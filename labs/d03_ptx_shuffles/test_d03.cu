@@ -99,16 +99,7 @@ bool any_unwritten(const std::vector<T>& v) {
   return false;
 }
 
-// The call must throw course::InvalidArgument (lab.h: every function checks its arguments). What
-// it did is observed, so that the grader judges the student's launcher. The launchers are given:
-// a student who changes one must keep its checks.
-void expect_rejected(const std::function<void()>& call, const std::string& what, const char* why) {
-  const course::Thrown t = course::observed_throw<course::InvalidArgument>(call, "rejected call");
-  EXPECT_TRUE(t.threw) << what << " must throw course::InvalidArgument (" << why
-                       << "): keep the given launcher's course::require. It "
-                       << (t.threw_other ? "threw another exception: " + t.what
-                                         : std::string("threw nothing"));
-}
+using course::expect_rejected;
 
 // =============================================================================================
 // Exercise 1: fast math in inline PTX.
