@@ -29,10 +29,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from course import hints as course_hints  # noqa: E402
 from course import labspec  # noqa: E402
 
 HEADING = re.compile(r"^### Exercise (\d+) — (.+) \(lesson (.+)\)\s*$", re.M)
-HINT = re.compile(r"^## (\S+)\s*$", re.M)
 
 
 def labs() -> List[str]:
@@ -100,7 +100,11 @@ def check(lab: str) -> List[str]:
 
     # The hints: one section per graded suite, in order.
     hints = os.path.join(lab_dir, "hints.md")
-    sections = HINT.findall(_read(hints))
+    try:
+        sections = list(course_hints.load(hints))  # the parser `course hint` reads them with
+    except course_hints.HintsError as e:
+        problems.append(f"{_rel(hints)}: {e}")
+        sections = spec.suites
     if sections != spec.suites:
         problems.append(f"{_rel(hints)}: sections {sections}, lab.json's suites are "
                         f"{spec.suites} (one '## Suite' each, in order)")
