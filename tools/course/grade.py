@@ -129,14 +129,14 @@ class Jail:
     (`course grade --no-sandbox`) it is nothing, and the reports say the submissions were
     trusted."""
 
-    def __init__(self, m: Manifest, opts: Options, sdir: str):
+    def __init__(self, m: Manifest, opts: Options, sdir: str, toolkit: str = ""):
         self.on = opts.use_sandbox
         self.hide = [opts.out, opts.submissions, os.path.join(m.source_dir, "solutions"),
                      m.binary_dir]
         # Shown again, read-only, inside the hidden places (/tmp, /root, /home, the out folder):
         # the course's tree may be checked out under any of them.
         self.readable = [os.path.join(m.source_dir, "labs"), os.path.join(m.source_dir, "common"),
-                         os.path.join(sdir, "build"), classbuild.toolkit_root(["nvcc"])]
+                         os.path.join(sdir, "build"), toolkit]
         self.sdir = sdir
 
     def prefix(self, private: str, readable: Optional[List[str]] = None,
@@ -539,7 +539,9 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
     for name in ("test-results", "ctest", "build", "build-logs", "sandbox", "sass-cache"):
         shutil.rmtree(os.path.join(sdir, name), ignore_errors=True)
     os.makedirs(sdir, exist_ok=True)
-    jail = Jail(m, opts, sdir)
+    # The class build's CUDA toolkit (its compiler's, the one compute-sanitizer comes with).
+    toolkit = next((classbuild.toolkit_root(c.compile) for c in commands.values()), "")
+    jail = Jail(m, opts, sdir, toolkit)
     builds: Dict[str, classbuild.DayBuild] = {}
     build_start = time.monotonic()
 
@@ -553,9 +555,7 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
                 commands[lab.day], lab, sub.kernels[lab.day], out_dir,
                 os.path.join(opts.out, "cache"),
                 os.path.join(sdir, "build-logs", f"{lab.day}_lab.log"), folder=sub.folder,
-                display=display(lab),
-                sandbox=jail.prefix(out_dir, run=False, readable=[
-                    classbuild.toolkit_root(commands[lab.day].compile)]),
+                display=display(lab), sandbox=jail.prefix(out_dir, run=False),
                 source_dir=m.source_dir,
                 hidden=jail.hide,
                 object_check=(lambda obj: check_object(m, lab, obj)) if opts.object_check
