@@ -733,22 +733,12 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
 BENCH_SECONDS = 600  # a student's benchmark program, all its graded rows
 
 
-_baselines: Dict[str, objcheck.Baseline] = {}
-_baseline_lock = threading.Lock()
-
-
 def check_object(m: Manifest, lab: Lab, obj: str) -> List[str]:
     """objcheck's problems of a student's compiled kernel.cu, against what the day's own
-    solution and starter define and call (computed once per class build and day)."""
-    with _baseline_lock:
-        if lab.day not in _baselines:
-            try:
-                _baselines[lab.day] = objcheck.baseline(lab.solution.kernel_lib,
-                                                        lab.lab.kernel_lib, lab.solution.tests)
-            except (objcheck.ToolMissing, RuntimeError, OSError) as e:
-                return [f"the object could not be checked: {e}"]
+    solution and starter define and call (objcheck.baseline reads them once per class build)."""
     try:
-        return objcheck.check_object(obj, _baselines[lab.day])
+        base = objcheck.baseline(lab.solution.kernel_lib, lab.lab.kernel_lib, lab.solution.tests)
+        return objcheck.check_object(obj, base)
     except (objcheck.ToolMissing, RuntimeError, OSError) as e:
         return [f"the object could not be checked: {e}"]
 

@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -291,7 +292,28 @@ class Baseline:
     library_defined: frozenset
 
 
+_baselines: Dict[Tuple[str, str, str], Baseline] = {}  # by the files' path, mtime and size
+_baselines_lock = threading.Lock()
+
+
 def baseline(solution_lib: str, starter_lib: str, reference_program: str) -> Baseline:
+    """The day's Baseline, read once per process and version of the files (a class's students
+    share it; threads may ask at once; a file rebuilt since is read again)."""
+    def stamp(path: str) -> str:
+        try:
+            st = os.stat(path)
+            return f"{path}:{st.st_mtime_ns}:{st.st_size}"
+        except OSError:
+            return path
+
+    key = (stamp(solution_lib), stamp(starter_lib), stamp(reference_program))
+    with _baselines_lock:
+        if key not in _baselines:
+            _baselines[key] = _read_baseline(solution_lib, starter_lib, reference_program)
+        return _baselines[key]
+
+
+def _read_baseline(solution_lib: str, starter_lib: str, reference_program: str) -> Baseline:
     api: Set[str] = set()
     calls: Set[str] = set()
     for lib in (solution_lib, starter_lib):
