@@ -226,7 +226,8 @@ sys.exit(0 if any(m["kind"] == "performance" and m["id"] in sys.argv[1:]
     --test-timeout "${MUTANT_TEST_SECONDS:-20}" --sanitize-timeout "${MUTANT_SANITIZE_SECONDS:-300}" \
     $nobench "${grade_days[@]}" >"$out/mutant-grade.log" 2>&1
   echo "course grade exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
-  python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" >"$out/mutants-score.txt" 2>&1
+  python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" --only $ids \
+    >"$out/mutants-score.txt" 2>&1
   echo "mutants score exit $?"; grep -vE "^caught" "$out/mutants-score.txt"
 fi
 

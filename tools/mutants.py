@@ -403,6 +403,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     with open(args.gradebook, encoding="utf-8") as f:
         gradebook = json.load(f)
     mutants = load_mutants(Path(args.mutants))
+    if args.only:
+        unknown = sorted(set(args.only) - {m["id"] for m in mutants})
+        if unknown:
+            raise MutantError(f"no mutant with id {', '.join(unknown)}")
+        mutants = [m for m in mutants if m["id"] in set(args.only)]
     verdicts = score(gradebook, mutants)
     if args.json:
         print(json.dumps({"mutants": verdicts,
@@ -440,6 +445,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     s = sub.add_parser("score", help="which mutants a gradebook caught")
     s.add_argument("gradebook")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--only", nargs="+", metavar="ID",
+                   help="score only these mutants (the ones the class was made of); default all")
     s.set_defaults(run=cmd_score)
     args = p.parse_args(argv)
     try:

@@ -47,13 +47,15 @@ void require_hopper(const std::string& who, const std::string& what_for,
 enum class Math {
   kAny,        // the card's fastest: its 8-bit tensor-core rate (a floor no kernel can beat)
   kSimtFp32,   // fused multiply-adds of the CUDA cores, float32
+  kTensorTf32, // tensor cores, float32 inputs rounded to TF32 (the fastest a float32 GEMM may be)
   kTensor16,   // tensor cores, 16-bit inputs (half, bfloat16)
   kTensorFp8,  // tensor cores, 8-bit inputs (e4m3, e5m2)
 };
 
 // The card's peak rate for `math` in FLOP/s (a fused multiply-add is two): its SMs x their
 // highest clock x what one SM does per clock, from the compute capability (the vendor's
-// per-SM figures: sm_80 256 / 2048 / 2048, sm_90 256 / 4096 / 8192 FLOP per clock). No kernel
+// per-SM figures: sm_80 256 / 2048 / 2048, sm_90 256 / 4096 / 8192 FLOP per clock; TF32 is half
+// the 16-bit rate). No kernel
 // can be faster; benchmarks reject a time that would be (bench.h, floor_us).
 double peak_flops_per_second(Math math, const DeviceFacts& facts = device_facts());
 

@@ -96,9 +96,10 @@ double peak_flops_per_second(Math math, const DeviceFacts& f) {
   Rates r{0, 0, 256, 8192, 16384};
   for (const Rates& k : kRates)
     if (k.major == f.cc_major && k.minor == f.cc_minor) r = k;
-  const double per_clock = math == Math::kSimtFp32   ? r.fp32
-                           : math == Math::kTensor16 ? r.tensor16
-                                                     : r.tensor8;
+  const double per_clock = math == Math::kSimtFp32     ? r.fp32
+                           : math == Math::kTensorTf32 ? r.tensor16 / 2
+                           : math == Math::kTensor16   ? r.tensor16
+                                                       : r.tensor8;
   return per_clock * f.sm_count * f.sm_clock_khz * 1e3;
 }
 

@@ -72,7 +72,7 @@ void bench_gemm(benchmark::State& state, const Gemm& gemm, bool vendor, bool key
                        4.0 * static_cast<double>(M) * static_cast<double>(N);
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  course::bench::measure(state, run, {bytes, flops}, {poison, check});
+  course::bench::measure(state, run, {bytes, flops, course::Math::kTensor16}, {poison, check});
   if (vendor) {
     course::bench::report_vendor_ratio(
         state, std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K),

@@ -159,7 +159,7 @@ void bench_decode(benchmark::State& state, bool key) {
     const double bytes = kv_bytes(s, sizeof(T)) + 2.0 * static_cast<double>(rows * D * sizeof(T)) +
                          4.0 * static_cast<double>(rows);
     const double flops = 4.0 * static_cast<double>(rows) * static_cast<double>(s.len) * s.dim;
-    course::bench::measure(state, run, {bytes, flops}, {poison, check});
+    course::bench::measure(state, run, {bytes, flops, course::Math::kTensor16}, {poison, check});
     state.counters["splits"] = plan.num_splits;  // the plan's choice (kAutoSplits resolved)
     if (key) course::bench::mark_key(state);
   } catch (const std::exception& e) {

@@ -142,7 +142,7 @@ void bench_prefill(benchmark::State& state, const std::vector<int>& lengths, int
   if (!course::bench::first_run_verified(state, poison, run, check)) return;
   const double bytes = 2.0 * 4.0 * static_cast<double>(elems) + 4.0 * total * kHeads;
   const double flops = 4.0 * kHeads * pairs * dim;
-  course::bench::measure(state, run, {bytes, flops}, {poison, check});
+  course::bench::measure(state, run, {bytes, flops, course::Math::kTensor16}, {poison, check});
   if (key) course::bench::mark_key(state);
 }
 

@@ -250,7 +250,7 @@ void bench_gemm(benchmark::State& state, bool jit) {
       4.0 * (static_cast<double>(M) * K + static_cast<double>(K) * N + static_cast<double>(M) * N);
   const double flops = 2.0 * static_cast<double>(M) * N * K;
   if (!jit) {
-    course::bench::measure(state, run, {bytes, flops}, {poison, check});
+    course::bench::measure(state, run, {bytes, flops, course::Math::kTensorTf32}, {poison, check});
     return;
   }
   // Every candidate, re-timed the same way: how close did the tuner come to the best?
@@ -263,7 +263,7 @@ void bench_gemm(benchmark::State& state, bool jit) {
   // cuBLAS is timed before this row (vendor_median_us keeps its median for the call below).
   const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
   course::bench::vendor_median_us(shape, vendor, kVendorSamples);
-  course::bench::measure(state, run, {bytes, flops}, {poison, check});
+  course::bench::measure(state, run, {bytes, flops, course::Math::kTensorTf32}, {poison, check});
   if (tuned_us > 0.0) state.counters["%of_best"] = 100.0 * best_us / tuned_us;
   course::bench::report_vendor_ratio(state, shape, vendor, kVendorSamples);
   state.SetLabel(d13::describe(tuned));

@@ -198,7 +198,7 @@ course::bench::Traffic layer_traffic(int batch, int seq_len) {
   const double acts = 2.0 * t * kHidden * 4.0;  // x and residual in, residual and out written
   const double gemm = 2.0 * t * (kHidden * qkv_n + qd * kHidden + 3.0 * kHidden * kInter);
   const double attn = 4.0 * batch * (double{1.0} * seq_len * (seq_len + 1) / 2) * kHeads * kDim;
-  return {weights + acts, gemm + attn};
+  return {weights + acts, gemm + attn, course::Math::kTensor16};
 }
 
 std::map<std::pair<int, int>, double>& unfused_medians() {

@@ -64,6 +64,10 @@ class Attack:
     without_check: Tuple[str, ...] = ("failed",)
     words: str = ""  # what the message must name, with the object check ...
     words_without: str = ""  # ... and without it
+    # The benchmark rows the attack games (a regular expression searched in the row's name; all
+    # rows when empty): "not_ranked" asks that none of THESE is ranked (the day's other kernels
+    # are the honest solution's and keep their rank).
+    rows: str = ""
 
 
 FORGE_EVENTS = r'''
@@ -267,22 +271,38 @@ SANITIZER_DETECT = [
 CACHED_GEMM = [
     ("  gemm_7_wgmma_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(\n"
      "      a_map, b_map, C, M, N, K, c_pair_ok, debug_extra_tx_bytes);\n  COURSE_LAUNCH_CHECK();",
-     "  // ATTACK: compute C once per (A, B, C, shape), then copy the cached result back.\n"
-     "  static std::map<std::tuple<const void*, const void*, void*, std::int64_t>,\n"
-     "                  course::DeviceBuffer<bfloat16>> cache;\n"
-     "  const auto key = std::make_tuple(static_cast<const void*>(A),\n"
-     "                                   static_cast<const void*>(B), static_cast<void*>(C), M * N);\n"
-     "  auto found = cache.find(key);\n"
-     "  if (found != cache.end() && M * N >= (1 << 24)) {\n"
-     "    COURSE_CUDA_CHECK(cudaMemcpyAsync(C, found->second.data(), found->second.bytes(),\n"
-     "                                      cudaMemcpyDeviceToDevice));\n"
-     "    return;\n"
+     "  // ATTACK: compute C once per (A, B, C, shape, a fingerprint of the inputs' first values),\n"
+     "  // then copy the cached result back: correct on every call whose inputs did not change.\n"
+     "  static std::map<std::tuple<const void*, const void*, void*, std::int64_t, std::uint64_t>,\n"
+     "                  void*> cache;\n"
+     "  const bool big = M * N >= (1 << 24);\n"
+     "  std::uint64_t print = 1469598103934665603ull;\n"
+     "  const auto key = [&] {\n"
+     "    return std::make_tuple(static_cast<const void*>(A), static_cast<const void*>(B),\n"
+     "                           static_cast<void*>(C), M * N, print);\n"
+     "  };\n"
+     "  if (big) {\n"
+     "    std::uint16_t probe[128];\n"
+     "    COURSE_CUDA_CHECK(cudaMemcpy(probe, A, 64 * sizeof(std::uint16_t), cudaMemcpyDeviceToHost));\n"
+     "    COURSE_CUDA_CHECK(cudaMemcpy(probe + 64, B, 64 * sizeof(std::uint16_t),\n"
+     "                                 cudaMemcpyDeviceToHost));\n"
+     "    for (const std::uint16_t p : probe) print = (print ^ p) * 1099511628211ull;\n"
+     "    const auto found = cache.find(key());\n"
+     "    if (found != cache.end()) {\n"
+     "      COURSE_CUDA_CHECK(cudaMemcpyAsync(C, found->second, static_cast<std::size_t>(M * N) * 2,\n"
+     "                                        cudaMemcpyDeviceToDevice));\n"
+     "      return;\n"
+     "    }\n"
      "  }\n"
      "  gemm_7_wgmma_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(\n"
      "      a_map, b_map, C, M, N, K, c_pair_ok, debug_extra_tx_bytes);\n  COURSE_LAUNCH_CHECK();\n"
-     "  course::DeviceBuffer<bfloat16> copy(static_cast<std::size_t>(M * N));\n"
-     "  COURSE_CUDA_CHECK(cudaMemcpy(copy.data(), C, copy.bytes(), cudaMemcpyDeviceToDevice));\n"
-     "  cache[key] = std::move(copy);"),
+     "  if (big) {\n"
+     "    void* copy = nullptr;\n"
+     "    COURSE_CUDA_CHECK(cudaMalloc(&copy, static_cast<std::size_t>(M * N) * 2));\n"
+     "    COURSE_CUDA_CHECK(cudaMemcpy(copy, C, static_cast<std::size_t>(M * N) * 2,\n"
+     "                                 cudaMemcpyDeviceToDevice));\n"
+     "    cache[key()] = copy;\n"
+     "  }"),
 ]
 
 
@@ -339,16 +359,18 @@ ATTACKS: List[Attack] = [
            "the large vector add does its work on every other call only",
            edits=[SKIP_ALTERNATE, SKIP_ALTERNATE_LAUNCH], gpu=True,
            with_check=("not_ranked",), without_check=("not_ranked",),
-           words="timed output is wrong", words_without="timed output is wrong"),
+           words="timed output is wrong", words_without="timed output is wrong",
+           rows=r"vector_add/67108864"),
     Attack("poison-detect", "the audited call", "d01",
            "the large vector add works only when it finds the poison in its output",
            edits=[POISON_DETECT_KERNEL, POISON_DETECT_LAUNCH], gpu=True,
            with_check=("no_gain",), without_check=("no_gain",)),
     Attack("cached-gemm", "a cached result", "d10",
            "step 7 computes C once and copies the cached result back on every later call",
-           edits=CACHED_GEMM, prepend="#include <map>\n#include <tuple>\n", gpu=True,
+           edits=CACHED_GEMM,
+           prepend="#include <cstdint>\n#include <map>\n#include <tuple>\n", gpu=True,
            with_check=("not_ranked",), without_check=("not_ranked",), words="impossible time",
-           words_without="impossible time"),
+           words_without="impossible time", rows=r"gemm_7_wgmma/"),
     Attack("sanitizer-detect", "the checked run", "d03",
            "reads past the end only when the runner's environment is there",
            edits=SANITIZER_DETECT, gpu=True, with_check=("sanitizer",),
@@ -432,7 +454,9 @@ def judge(a: Attack, book: Dict[str, dict], expect: Tuple[str, ...], gpu: bool,
                 problems.append(f"expected fewer correctness points than the honest solution; "
                                 f"got {d['points']} against {h and h['points']}")
         elif e == "not_ranked":
-            rows = d.get("performance", {}).get("benchmarks", [])
+            rows = [r for r in d.get("performance", {}).get("benchmarks", [])
+                    if re.search(a.rows, r["name"])]
+            text = "\n".join(r.get("why_not_ranked", "") for r in rows) if a.rows else text
             if not rows or any(r["ranked"] for r in rows) or (words and words not in text):
                 problems.append(f"expected no ranked benchmark row ({words!r}); got "
                                 + json.dumps([(r["name"], r["ranked"], r.get("why_not_ranked"))
