@@ -5,9 +5,9 @@
 // checks the arguments first and raises ValueError / TypeError; the checks here are the second
 // line, for any other caller of the library.
 //
-// Days 6, 10 and 12 launch on the legacy default stream: their calls are bracketed by events so
-// that they run after the work already queued on the caller's stream, and the caller's stream
-// waits for them (lesson 14 §2.3). Day 14's kernels take the stream directly.
+// Days 2, 5, 6, 10 and 12 launch on the legacy default stream: their calls are bracketed by
+// events so that they run after the work already queued on the caller's stream, and the caller's
+// stream waits for them (lesson 14 §2.3). Day 14's kernels take the stream directly.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "../../labs/d02_coalescing/lab.h"
+#include "../../labs/d05_warp_programming/lab.h"
 #include "../../labs/d06_reduction_norms/lab.h"
 #include "../../labs/d10_gemm/lab.h"
 #include "../../labs/d12_prefill_attention/lab.h"
@@ -48,7 +50,7 @@ struct View {
   }
 };
 
-// dtype: 'b' bfloat16, 'i' int32, 'f' float32.
+// dtype: 'b' bfloat16, 'i' int32, 'f' float32, 'h' float16.
 View view(DLManagedTensor* m, const char* name, char dtype, int ndim) {
   if (m == nullptr) throw ArgError(std::string(name) + ": null tensor");
   View v{&m->dl_tensor, name};
@@ -63,12 +65,14 @@ View view(DLManagedTensor* m, const char* name, char dtype, int ndim) {
   const bool ok_type =
       t.dtype.lanes == 1 && ((dtype == 'b' && t.dtype.code == kDLBfloat && t.dtype.bits == 16) ||
                              (dtype == 'i' && t.dtype.code == kDLInt && t.dtype.bits == 32) ||
-                             (dtype == 'f' && t.dtype.code == kDLFloat && t.dtype.bits == 32));
+                             (dtype == 'f' && t.dtype.code == kDLFloat && t.dtype.bits == 32) ||
+                             (dtype == 'h' && t.dtype.code == kDLFloat && t.dtype.bits == 16));
   if (!ok_type)
     throw ArgError(v.name + ": wrong dtype (code " + std::to_string(t.dtype.code) + ", bits " +
                    std::to_string(t.dtype.bits) + "), expected " +
                    (dtype == 'b'   ? "bfloat16"
                     : dtype == 'i' ? "int32"
+                    : dtype == 'h' ? "float16"
                                    : "float32"));
   if (t.ndim != ndim)
     throw ArgError(v.name + ": expected " + std::to_string(ndim) + " dimensions, got " +
@@ -82,6 +86,27 @@ View view(DLManagedTensor* m, const char* name, char dtype, int ndim) {
     }
   }
   return v;
+}
+
+// The view() dtype code of x for Days 2 and 5, which take float32 ('f'), float16 ('h') or
+// bfloat16 ('b'); their other arguments must then have the same dtype.
+char float_dtype(DLManagedTensor* m, const char* name) {
+  if (m == nullptr) throw ArgError(std::string(name) + ": null tensor");
+  const DLDataType& d = m->dl_tensor.dtype;
+  if (d.lanes == 1 && d.code == kDLFloat && d.bits == 32) return 'f';
+  if (d.lanes == 1 && d.code == kDLFloat && d.bits == 16) return 'h';
+  if (d.lanes == 1 && d.code == kDLBfloat && d.bits == 16) return 'b';
+  throw ArgError(std::string(name) + ": wrong dtype (code " + std::to_string(d.code) + ", bits " +
+                 std::to_string(d.bits) + "), expected float32, float16 or bfloat16");
+}
+
+// Whether the bytes of two tensors overlap (Day 5's softmax reads x while it writes y).
+bool overlaps(const View& a, const View& b) {
+  const auto* pa = static_cast<const char*>(a.data());
+  const auto* pb = static_cast<const char*>(b.data());
+  const std::int64_t bytes_a = a.numel() * (a.t->dtype.bits / 8);
+  const std::int64_t bytes_b = b.numel() * (b.t->dtype.bits / 8);
+  return bytes_a > 0 && bytes_b > 0 && pa < pb + bytes_b && pb < pa + bytes_a;
 }
 
 void same_shape(const View& a, const View& b) {
@@ -144,6 +169,58 @@ COURSE_PY_API int course_fused_add_rmsnorm(DLManagedTensor* x, DLManagedTensor* 
                              static_cast<bfloat16*>(vr.data()),
                              static_cast<const bfloat16*>(vw.data()),
                              static_cast<bfloat16*>(vy.data()), vx.dim(0), vx.dim(1), eps);
+    });
+  });
+}
+
+template <class T>
+void add_bias_gelu_typed(const View& x, const View& bias, const View& y) {
+  d02::add_bias_gelu_fused(static_cast<const T*>(x.data()), static_cast<const T*>(bias.data()),
+                           static_cast<T*>(y.data()), x.dim(0), x.dim(1));
+}
+
+// y [rows, cols] = gelu(x + bias), bias [cols]; float32, float16 or bfloat16. Day 2, Exercise 6b
+// (add_bias_gelu_fused).
+COURSE_PY_API int course_add_bias_gelu(DLManagedTensor* x, DLManagedTensor* bias,
+                                       DLManagedTensor* y, void* stream) {
+  return guarded([&] {
+    const char dtype = float_dtype(x, "x");
+    const View vx = view(x, "x", dtype, 2), vb = view(bias, "bias", dtype, 1),
+               vy = view(y, "out", dtype, 2);
+    same_shape(vx, vy);
+    if (vb.dim(0) != vx.dim(1)) throw ArgError("bias: must have x.shape[1] elements");
+    on_stream(static_cast<cudaStream_t>(stream), [&] {
+      if (dtype == 'f')
+        add_bias_gelu_typed<float>(vx, vb, vy);
+      else if (dtype == 'h')
+        add_bias_gelu_typed<course::half>(vx, vb, vy);
+      else
+        add_bias_gelu_typed<bfloat16>(vx, vb, vy);
+    });
+  });
+}
+
+template <class T>
+void softmax_typed(const View& x, const View& y) {
+  d05::softmax_2_block_per_row(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.dim(0),
+                               x.dim(1));
+}
+
+// y [rows, cols] = softmax of each row of x; float32, float16 or bfloat16; y must not overlap x.
+// Day 5, Exercise 3 (softmax_2_block_per_row, the launcher choosing the block size).
+COURSE_PY_API int course_softmax(DLManagedTensor* x, DLManagedTensor* y, void* stream) {
+  return guarded([&] {
+    const char dtype = float_dtype(x, "x");
+    const View vx = view(x, "x", dtype, 2), vy = view(y, "out", dtype, 2);
+    same_shape(vx, vy);
+    if (overlaps(vx, vy)) throw ArgError("out: must not overlap x");
+    on_stream(static_cast<cudaStream_t>(stream), [&] {
+      if (dtype == 'f')
+        softmax_typed<float>(vx, vy);
+      else if (dtype == 'h')
+        softmax_typed<course::half>(vx, vy);
+      else
+        softmax_typed<bfloat16>(vx, vy);
     });
   });
 }

@@ -20,6 +20,8 @@
 #include <exception>
 #include <string>
 
+#include "../../labs/d02_coalescing/lab.h"
+#include "../../labs/d05_warp_programming/lab.h"
 #include "../../labs/d06_reduction_norms/lab.h"
 #include "../../labs/d12_prefill_attention/lab.h"
 #include "../../labs/d14_capstone/lab.h"
@@ -94,6 +96,80 @@ void fused_add_rmsnorm(TensorView x, TensorView residual, TensorView weight, Ten
       d06::fused_add_rmsnorm(data<const bfloat16>(x), data<bfloat16>(residual),
                              data<const bfloat16>(weight), data<bfloat16>(out), x.size(0),
                              x.size(1), static_cast<float>(eps));
+    });
+  });
+}
+
+// The element type of a tensor Days 2 and 5 take in any of their three: float32, float16 or
+// bfloat16 (the other arguments must then have the same one).
+DLDataType float_dtype(const TensorView& t, const char* name) {
+  const DLDataType d = t.dtype();
+  if (!course_ffi::same(d, course_ffi::kFloat32) && !course_ffi::same(d, course_ffi::kFloat16) &&
+      !course_ffi::same(d, kBFloat16))
+    TVM_FFI_THROW(TypeError) << name << ": expected dtype float32, float16 or bfloat16, got "
+                             << course_ffi::dtype_name(d);
+  return d;
+}
+
+// Whether the bytes of two tensors overlap (Day 5's softmax reads x while it writes y).
+bool overlaps(const TensorView& a, const TensorView& b) {
+  const char* pa = data<const char>(a);
+  const char* pb = data<const char>(b);
+  const std::int64_t bytes_a = a.numel() * (a.dtype().bits / 8);
+  const std::int64_t bytes_b = b.numel() * (b.dtype().bits / 8);
+  return bytes_a > 0 && bytes_b > 0 && pa < pb + bytes_b && pb < pa + bytes_a;
+}
+
+template <class T>
+void add_bias_gelu_typed(const TensorView& x, const TensorView& bias, const TensorView& out) {
+  d02::add_bias_gelu_fused(data<const T>(x), data<const T>(bias), data<T>(out), x.size(0),
+                           x.size(1));
+}
+
+// out [rows, cols] = gelu(x + bias), bias [cols]; float32, float16 or bfloat16. Day 2, Exercise
+// 6b (add_bias_gelu_fused).
+void add_bias_gelu(TensorView x, TensorView bias, TensorView out) {
+  const DLDataType dtype = float_dtype(x, "x");
+  check_tensor(x, "x", dtype, 2);
+  check_tensor(bias, "bias", dtype, 1);
+  check_tensor(out, "out", dtype, 2);
+  same_shape(x, "x", out, "out");
+  check_dim(bias, "bias", 0, x.size(1), "x.shape[1]");
+  const int device = course_ffi::check_cuda(x, "x", bias, "bias", out, "out");
+  translated("add_bias_gelu", [&] {
+    course_py::on_stream(stream_of(device), [&] {
+      if (course_ffi::same(dtype, course_ffi::kFloat32))
+        add_bias_gelu_typed<float>(x, bias, out);
+      else if (course_ffi::same(dtype, course_ffi::kFloat16))
+        add_bias_gelu_typed<course::half>(x, bias, out);
+      else
+        add_bias_gelu_typed<bfloat16>(x, bias, out);
+    });
+  });
+}
+
+template <class T>
+void softmax_typed(const TensorView& x, const TensorView& out) {
+  d05::softmax_2_block_per_row(data<const T>(x), data<T>(out), x.size(0), x.size(1));
+}
+
+// out [rows, cols] = softmax of each row of x; float32, float16 or bfloat16; out must not overlap
+// x. Day 5, Exercise 3 (softmax_2_block_per_row, the launcher choosing the block size).
+void softmax(TensorView x, TensorView out) {
+  const DLDataType dtype = float_dtype(x, "x");
+  check_tensor(x, "x", dtype, 2);
+  check_tensor(out, "out", dtype, 2);
+  same_shape(x, "x", out, "out");
+  if (overlaps(x, out)) TVM_FFI_THROW(ValueError) << "out: must not overlap x";
+  const int device = course_ffi::check_cuda(x, "x", out, "out");
+  translated("softmax", [&] {
+    course_py::on_stream(stream_of(device), [&] {
+      if (course_ffi::same(dtype, course_ffi::kFloat32))
+        softmax_typed<float>(x, out);
+      else if (course_ffi::same(dtype, course_ffi::kFloat16))
+        softmax_typed<course::half>(x, out);
+      else
+        softmax_typed<bfloat16>(x, out);
     });
   });
 }
@@ -261,6 +337,8 @@ void decoder_layer(TensorView x, TensorView residual, TensorView out, TensorView
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(abi_version, abi_version);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(rmsnorm, rmsnorm);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(fused_add_rmsnorm, fused_add_rmsnorm);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(add_bias_gelu, add_bias_gelu);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(softmax, softmax);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16, gemm_bf16);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(prefill_attention, prefill_attention);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(rope_qkv, rope_qkv);

@@ -1,4 +1,4 @@
-"""cuda_course: the CUDA course's kernels (Days 6, 10, 12, 14) for PyTorch, through DLPack.
+"""cuda_course: the CUDA course's kernels (Days 2, 5, 6, 10, 12, 14) for PyTorch, through DLPack.
 
     import torch, cuda_course
     y = cuda_course.rmsnorm(x, w)          # x, w: bfloat16 CUDA tensors; no copy
@@ -14,6 +14,7 @@ from ._lib import binding, library_path, tvm_ffi_library_path
 from .ops import (
     LAYER_WEIGHTS,
     STAGES,
+    add_bias_gelu,
     current_stream,
     decoder_layer,
     fused_add_rmsnorm,
@@ -24,11 +25,12 @@ from .ops import (
     rope_inv_freq,
     rope_qkv,
     silu_and_mul,
+    softmax,
 )
 
 __all__ = [
-    "LAYER_WEIGHTS", "STAGES", "binding", "current_stream", "decoder_layer", "fused_add_rmsnorm",
-    "gemm", "layer_workspace_bytes", "library_path", "prefill_attention", "rmsnorm",
-    "rope_inv_freq", "rope_qkv", "silu_and_mul", "tvm_ffi_library_path",
+    "LAYER_WEIGHTS", "STAGES", "add_bias_gelu", "binding", "current_stream", "decoder_layer",
+    "fused_add_rmsnorm", "gemm", "layer_workspace_bytes", "library_path", "prefill_attention",
+    "rmsnorm", "rope_inv_freq", "rope_qkv", "silu_and_mul", "softmax", "tvm_ffi_library_path",
 ]
 __version__ = "0.14.0"

@@ -34,6 +34,8 @@ _SIGNATURES = {
     "course_abi_version": (ctypes.c_int, []),
     "course_rmsnorm": (ctypes.c_int, [_P, _P, _P, ctypes.c_float, _P]),
     "course_fused_add_rmsnorm": (ctypes.c_int, [_P, _P, _P, _P, ctypes.c_float, _P]),
+    "course_add_bias_gelu": (ctypes.c_int, [_P, _P, _P, _P]),
+    "course_softmax": (ctypes.c_int, [_P, _P, _P]),
     "course_gemm_bf16": (ctypes.c_int, [_P, _P, _P, _P]),
     "course_prefill_attention": (
         ctypes.c_int,

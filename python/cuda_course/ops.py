@@ -104,6 +104,71 @@ def fused_add_rmsnorm(x, residual, weight, eps=1e-5, out=None, stream=None):
     return out
 
 
+_FLOATS = ("float32", "float16", "bfloat16")  # the element types Days 2 and 5 compile for
+_SOFTMAX_MAX_COLS = 1 << 30  # d05::kMaxCols
+_SOFTMAX_MAX_ROWS = (1 << 31) - 1  # one block per row, in one grid
+
+
+def _float_dtype(arg):
+    """The dtype of x for Days 2 and 5, which take float32, float16 or bfloat16 (TypeError
+    otherwise); every other argument must then have the same."""
+    if arg.dtype not in _FLOATS:
+        raise TypeError(f"{arg.name}: expected dtype float32, float16 or bfloat16, got "
+                        f"{arg.dtype}")
+    return arg.dtype
+
+
+def _overlap(a, b):
+    """Whether two checked tensors' bytes overlap (both are contiguous)."""
+    size_a = math.prod(a.shape) * _dlpack.DTYPES[a.dtype][1] // 8
+    size_b = math.prod(b.shape) * _dlpack.DTYPES[b.dtype][1] // 8
+    return size_a > 0 and size_b > 0 and a.data < b.data + size_b and b.data < a.data + size_a
+
+
+def add_bias_gelu(x, bias, out=None, stream=None):
+    """y = gelu(x + bias), GeLU's tanh approximation, x [rows, cols], bias [cols]: Day 2's fused
+    kernel (add_bias_gelu_fused). float32, float16 or bfloat16, computed in float32."""
+    s = _stream(stream)
+    if out is None and hasattr(x, "shape"):
+        _view(x, "x", s)
+        out = _empty(x, tuple(x.shape))
+    a = _args(s, x=x, bias=bias, out=out)
+    dtype = _float_dtype(a["x"])
+    rows, cols = _dlpack.check(a["x"], dtype, 2).shape
+    _dlpack.check(a["bias"], dtype, 1, (cols,))
+    _dlpack.check(a["out"], dtype, 2, (rows, cols))
+    if _tvm():
+        tvm_call("add_bias_gelu", s, x, bias, out)
+    else:
+        call("course_add_bias_gelu", a["x"].pointer, a["bias"].pointer, a["out"].pointer, s)
+    return out
+
+
+def softmax(x, out=None, stream=None):
+    """y[r, :] = softmax(x[r, :]) for x [rows, cols]: Day 5's one-block-per-row kernel
+    (softmax_2_block_per_row). float32, float16 or bfloat16, computed in float32; out must not
+    overlap x."""
+    s = _stream(stream)
+    if out is None and hasattr(x, "shape"):
+        _view(x, "x", s)
+        out = _empty(x, tuple(x.shape))
+    a = _args(s, x=x, out=out)
+    dtype = _float_dtype(a["x"])
+    rows, cols = _dlpack.check(a["x"], dtype, 2).shape
+    _dlpack.check(a["out"], dtype, 2, (rows, cols))
+    if cols > _SOFTMAX_MAX_COLS:
+        raise ValueError(f"x: at most 2^30 columns, got {cols}")
+    if rows > _SOFTMAX_MAX_ROWS:
+        raise ValueError(f"x: at most 2^31 - 1 rows (one block per row), got {rows}")
+    if _overlap(a["x"], a["out"]):
+        raise ValueError("out: must not overlap x (the softmax reads x while it writes out)")
+    if _tvm():
+        tvm_call("softmax", s, x, out)
+    else:
+        call("course_softmax", a["x"].pointer, a["out"].pointer, s)
+    return out
+
+
 def gemm(a, b, out=None, stream=None):
     """a [M, K] @ b[N, K].T -> [M, N], bfloat16 (Day 10: step 7 on compute capability 9.0, step 6
     elsewhere). K must be a multiple of 8 (16-byte rows)."""

@@ -59,6 +59,10 @@ class CpuDlpackArguments(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"^gate_up: must be on a CUDA device"):
             cuda_course.silu_and_mul(x)
         with self.assertRaisesRegex(ValueError, r"^x: must be on a CUDA device"):
+            cuda_course.add_bias_gelu(x, x)
+        with self.assertRaisesRegex(ValueError, r"^x: must be on a CUDA device"):
+            cuda_course.softmax(x)
+        with self.assertRaisesRegex(ValueError, r"^x: must be on a CUDA device"):
             cuda_course.decoder_layer(x, x, {}, 1, 4, 2, 2)
 
     def test_the_dltensor_is_read_without_a_copy(self):
@@ -84,6 +88,31 @@ class CpuDlpackArguments(unittest.TestCase):
         strided = _dlpack.borrow(a[:, ::2], "w_o", require_cuda=False)
         with self.assertRaisesRegex(ValueError, r"^w_o: must be contiguous"):
             _dlpack.check(strided, "float32", 2)
+
+    def test_days_2_and_5_take_float32_float16_and_bfloat16(self):
+        from cuda_course import ops
+
+        for dtype in (np.float32, np.float16):
+            arg = _dlpack.borrow(np.zeros((2, 3), dtype), "x", require_cuda=False)
+            self.assertEqual(ops._float_dtype(arg), np.dtype(dtype).name)
+        for dtype in (np.float64, np.int32):
+            arg = _dlpack.borrow(np.zeros((2, 3), dtype), "x", require_cuda=False)
+            with self.assertRaisesRegex(TypeError, r"^x: expected dtype float32, float16 or "
+                                                   r"bfloat16, got " + np.dtype(dtype).name):
+                ops._float_dtype(arg)
+
+    def test_softmax_refuses_an_out_that_overlaps_x(self):
+        from cuda_course import ops
+
+        a = np.zeros((4, 8), np.float32)
+
+        def arg(view):
+            return _dlpack.borrow(view, "t", require_cuda=False)
+
+        self.assertTrue(ops._overlap(arg(a), arg(a)), "the same tensor")
+        self.assertTrue(ops._overlap(arg(a[1:3]), arg(a[2:4])), "rows 2 of both")
+        self.assertFalse(ops._overlap(arg(a[0:2]), arg(a[2:4])), "adjacent rows")
+        self.assertFalse(ops._overlap(arg(a[0:0]), arg(a)), "an empty tensor overlaps nothing")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ def _both_missing():
 BOTH_SKIP = _both_missing()
 # The entry points of the C ABI, and their TVM-FFI names.
 FUNCTIONS = {"course_rmsnorm": "rmsnorm", "course_fused_add_rmsnorm": "fused_add_rmsnorm",
+             "course_add_bias_gelu": "add_bias_gelu", "course_softmax": "softmax",
              "course_gemm_bf16": "gemm_bf16", "course_prefill_attention": "prefill_attention",
              "course_rope_qkv": "rope_qkv", "course_silu_and_mul": "silu_and_mul",
              "course_layer_workspace_bytes": "layer_workspace_bytes",
@@ -155,6 +156,34 @@ class BothLibraries(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "Expected 4 but got 1"):
             m.rmsnorm(f32)
 
+    @unittest.skipIf(np is None, "numpy is not installed")
+    def test_days_2_and_5_take_three_dtypes_alike_through_both(self):
+        f32, i32 = np.ones((4, 64), np.float32), np.ones((4, 64), np.int32)
+        m = _lib.tvm_module()
+        with self.assertRaisesRegex(TypeError, r"^x: expected dtype float32, float16 or bfloat16, "
+                                               r"got int32"):
+            m.add_bias_gelu(i32, i32[0], i32)
+        with self.assertRaisesRegex(TypeError, r"^bias: expected dtype float32"):
+            m.add_bias_gelu(f32, i32[0], f32)
+        with self.assertRaisesRegex(ValueError, r"^bias: dimension 0 must be x.shape\[1\]"):
+            m.add_bias_gelu(f32, f32[0, :63], f32.copy())
+        with self.assertRaisesRegex(TypeError, r"^x: expected dtype float32, float16 or bfloat16"):
+            m.softmax(i32, i32.copy())
+        with self.assertRaisesRegex(ValueError, r"^out: must not overlap x"):
+            m.softmax(f32, f32)
+        with self.assertRaisesRegex(ValueError, r"^x: must be on a CUDA device"):
+            m.softmax(f32, f32.copy())
+        # The C ABI's checks, called directly (cuda_course checks in Python before either).
+        from cuda_course import _dlpack
+
+        c_abi = _lib.lib()
+        x = _dlpack.borrow(i32, "x", require_cuda=False)
+        self.assertEqual(c_abi.course_softmax(x.pointer, x.pointer, None), 1)
+        self.assertIn(b"x: wrong dtype", c_abi.course_last_error())
+        x = _dlpack.borrow(f32, "x", require_cuda=False)
+        self.assertEqual(c_abi.course_add_bias_gelu(x.pointer, x.pointer, x.pointer, None), 1)
+        self.assertIn(b"x: must be on a CUDA device", c_abi.course_last_error())
+
 
 def _gpu_missing():
     if BOTH_SKIP:
@@ -193,6 +222,10 @@ class SameBitsThroughBoth(unittest.TestCase):
         self.run_both(lambda: cuda_course.gemm(a, b))
         gu = rnd(17, 512)
         self.run_both(lambda: cuda_course.silu_and_mul(gu))
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            xf, bf = rnd(9, 264).to(dtype), rnd(264).to(dtype)
+            self.run_both(lambda: cuda_course.add_bias_gelu(xf, bf))
+            self.run_both(lambda: cuda_course.softmax(xf))
         qkv = rnd(40, (4 + 2 * 2) * 64)
         pos = torch.arange(40, dtype=torch.int32, device="cuda")
         self.run_both(lambda: cuda_course.rope_qkv(qkv, pos, 4, 2))
