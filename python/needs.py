@@ -2,7 +2,7 @@
 what is missing and the command that installs or builds it, and exits with status MISSING (3),
 never with a traceback.
 
-    from needs import MISSING, torch_with_gpu, course_library, courseplots
+    from needs import MISSING, torch_with_gpu, triton, course_library, courseplots
     torch = torch_with_gpu("bench_layer.py")     # the module, or exit 3 saying what to do
 """
 
@@ -31,6 +31,28 @@ def torch_with_gpu(script):
         fail(script, "needs a CUDA GPU, and PyTorch sees none (torch.cuda.is_available() is "
              "False)", "Run it on a machine with an NVIDIA GPU and a CUDA build of PyTorch")
     return torch
+
+
+def triton(script):
+    """Triton, the compiler of cuda_course.triton_ops's kernels (and torch.compile's), or exit
+    MISSING."""
+    try:
+        import triton
+    except ImportError:
+        fail(script, "needs Triton, which is not installed",
+             "Install it: python3 -m pip install triton (PyTorch's Linux wheels bring it with "
+             "them)")
+    return triton
+
+
+def numpy(script):
+    """numpy (the float64 references of cuda_course.reference), or exit MISSING."""
+    try:
+        import numpy
+    except ImportError:
+        fail(script, "needs numpy, which is not installed",
+             "Install it: python3 -m pip install numpy")
+    return numpy
 
 
 def course_library(script):

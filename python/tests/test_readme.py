@@ -15,11 +15,12 @@ runs where, honestly:
                                               package (templates included) renders a kernel
   export CUDA_COURSE_LIB=...                  CHECKED: the path is where CMake puts the library
   python3 -m unittest discover ...            RUN with -k test_args (all of it is this suite)
-  bench_layer.py, bench_attention.py          RUN in the fresh environment, which has no PyTorch:
-                                              they must say so and exit 3 (scripts' table)
-  plot_layer.py layer.json                    RUN on a layer.json in bench_layer.py's format where
-                                              matplotlib is installed (the plots are written),
-                                              else it must say so and exit 3
+  bench_layer.py, bench_attention.py,         RUN in the fresh environment, which has no PyTorch:
+  bench_triton.py                             they must say so and exit 3 (scripts' table)
+  plot_layer.py layer.json,                   RUN on a layer.json in bench_layer.py's format (a
+  plot_triton.py triton.json                  triton.json in bench_triton.py's) where matplotlib is
+                                              installed (the plots are written), else it must say
+                                              so and exit 3
   bench_jit.py --json jit.json                RUN where there is no GPU (it must ask for --arch);
                                               not run on a GPU machine (minutes of compiles)
 
@@ -53,6 +54,8 @@ EXPECTED = [
     "python3 python/plot_layer.py layer.json",
     "python3 python/bench_attention.py --json attention.json",
     "python3 python/bench_jit.py --json jit.json",
+    "python3 python/bench_triton.py --json triton.json",
+    "python3 python/plot_triton.py triton.json",
 ]
 
 OFFLINE = ("No matching distribution found", "Could not find a version that satisfies",
@@ -208,7 +211,7 @@ class ReadmeCommands(unittest.TestCase):
         print(f"\n    {EXPECTED[5]} -k test_args: {done.stderr.strip().splitlines()[-1]}")
 
     def test_7_the_benchmarks_say_what_they_need(self):
-        for index in (6, 8):
+        for index in (6, 8, 10):
             words = self.readme(index)
             done = self.run_cmd(words)
             self.assertEqual(done.returncode, MISSING, done.stdout + done.stderr)
@@ -219,9 +222,22 @@ class ReadmeCommands(unittest.TestCase):
         sample = {"device": "a test", "torch": "none", "rows": [
             {"batch": 1, "len": 512, "speedup_vs_eager": 0.9, "compile_speedup_vs_eager": 1.2},
             {"batch": 4, "len": 512, "speedup_vs_eager": 1.1, "compile_speedup_vs_eager": None}]}
-        with open(os.path.join(self.work, "layer.json"), "w") as f:
+        self.plot(7, "layer", sample)
+
+    def test_8b_the_triton_plot(self):
+        impls = [{"impl": "cuda", "gbps": 2500.0}, {"impl": "triton", "gbps": 2400.0},
+                 {"impl": "eager", "gbps": 900.0}, {"impl": "compile", "error": "skipped"}]
+        sample = {"device": "a test", "copy": {"bytes": 1 << 30, "ms": 0.4, "gbps": 2700.0},
+                  "operations": [{"op": "softmax", "label": "row softmax (Day 5)",
+                                  "dtype": "float32", "rows": 8192, "cols": 8192,
+                                  "impls": impls}]}
+        self.plot(11, "triton", sample)
+
+    def plot(self, index, stem, sample):
+        """Runs the README's plot command `index` on `sample`, written as <stem>.json."""
+        with open(os.path.join(self.work, f"{stem}.json"), "w") as f:
             json.dump(sample, f)
-        words = shlex.split(EXPECTED[7])
+        words = shlex.split(EXPECTED[index])
         try:
             import matplotlib  # noqa: F401
             words[0] = sys.executable  # this Python has matplotlib: draw for real
@@ -230,7 +246,7 @@ class ReadmeCommands(unittest.TestCase):
         done = self.run_cmd(words)
         if words[0] == sys.executable:
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
-            for out in ("layer.png", "layer.svg"):
+            for out in (f"{stem}.png", f"{stem}.svg"):
                 self.assertTrue(os.path.getsize(os.path.join(self.work, out)) > 0, out)
         else:
             self.assertEqual(done.returncode, MISSING, done.stdout + done.stderr)

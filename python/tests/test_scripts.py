@@ -51,10 +51,10 @@ STUB_TORCH = {
 }
 
 SCRIPTS = ["bench_layer.py", "bench_attention.py", "bench_timing.py", "bench_jit.py",
-           "plot_layer.py", "plot_trace.py"]
-TORCH_SCRIPTS = ["bench_layer.py", "bench_attention.py", "bench_timing.py"]
-LIBRARY_SCRIPTS = ["bench_layer.py", "bench_attention.py"]
-PLOT_SCRIPTS = ["plot_layer.py", "plot_trace.py"]
+           "bench_triton.py", "plot_layer.py", "plot_trace.py", "plot_triton.py"]
+TORCH_SCRIPTS = ["bench_layer.py", "bench_attention.py", "bench_timing.py", "bench_triton.py"]
+LIBRARY_SCRIPTS = ["bench_layer.py", "bench_attention.py", "bench_triton.py"]
+PLOT_SCRIPTS = ["plot_layer.py", "plot_trace.py", "plot_triton.py"]
 
 
 class ScriptsSayWhatIsMissing(unittest.TestCase):
@@ -128,6 +128,19 @@ class ScriptsSayWhatIsMissing(unittest.TestCase):
             with self.subTest(package=package):
                 done = self.run_script("bench_jit.py", "--arch", "sm_90a", blocked=(package,))
                 self.assert_missing(done, "python/requirements-jit.txt")
+
+    def test_the_triton_benchmark_without_triton(self):
+        library = os.path.join(self.tmp.name, "libcourse_py.so")  # only its existence is checked
+        open(library, "w").close()
+        done = self.run_script("bench_triton.py", stub_torch=True, gpu=True,
+                               blocked=("tvm_ffi", "triton"),
+                               env={"CUDA_COURSE_LIB": library, "CUDA_COURSE_BINDING": "ctypes"})
+        self.assert_missing(done, "bench_triton.py: needs Triton", "python3 -m pip install triton")
+
+    def test_an_unknown_operation_is_a_usage_error(self):
+        done = self.run_script("bench_triton.py", "--ops", "softmax,gemm", blocked=("torch",))
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("unknown operation gemm", done.stderr)
 
     def test_an_unknown_binding_is_a_message(self):
         done = self.run_script("bench_layer.py", stub_torch=True, gpu=True, blocked=("tvm_ffi",),

@@ -670,6 +670,52 @@ def plot_layer_speedups(layer: dict, out_dir: str, stem: str = "layer",
         return S.save(fig, out_dir, stem)
 
 
+def plot_triton_bandwidth(bench: dict, out_dir: str, stem: str = "triton",
+                          note: str = "") -> List[str]:
+    """python/bench_triton.py's results: GB/s of each implementation (the CUDA solution, Triton,
+    PyTorch eager, torch.compile) per operation, the copy ceiling as a line and as the right-hand
+    axis. An implementation that failed or was skipped is marked 'n/a'."""
+    operations = bench.get("operations")
+    copy = bench.get("copy")
+    if not isinstance(operations, list) or not operations:
+        raise InputError("the Triton results have no operations")
+    if not isinstance(copy, dict) or not isinstance(copy.get("gbps"), (int, float)):
+        raise InputError("the Triton results have no copy ceiling (copy.gbps)")
+    ceiling = float(copy["gbps"])
+    impls = ["cuda", "triton", "eager", "compile"]
+    names = {"cuda": "CUDA solution", "triton": "Triton", "eager": "PyTorch eager",
+             "compile": "torch.compile"}
+    try:
+        labels = [f"{op['label']}\n{op['dtype']} {op['rows']} x {op['cols']}" for op in operations]
+        values = {i: [next((r.get("gbps") for r in op["impls"] if r.get("impl") == i), None)
+                      for op in operations] for i in impls}
+    except (KeyError, TypeError) as e:
+        raise InputError(f"an operation lacks {e}") from e
+    with S.style():
+        fig = S.new_figure(8.0, 4.4)
+        ax = fig.add_subplot()
+        width = 0.2
+        for k, impl in enumerate(impls):
+            xs = [j + (k - 1.5) * width for j in range(len(operations))]
+            bars = ax.bar(xs, [v or 0.0 for v in values[impl]], width, label=names[impl],
+                          color=S.SERIES_COLORS[k], zorder=3)
+            for bar, value in zip(bars, values[impl]):
+                ax.annotate(f"{value:.0f}" if value else "n/a",
+                            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                            ha="center", va="bottom", fontsize=7)
+        _ceiling_line(ax, ceiling, f"copy ceiling, {ceiling:.0f} GB/s")
+        _ceiling_axis(ax, ceiling)
+        ax.set_ylim(0, ceiling * 1.3)  # room above the ceiling for the legend
+        ax.set_xticks(range(len(operations)))
+        ax.set_xticklabels(labels)
+        ax.set_ylabel("GB/s (inputs read once + outputs written once)")
+        S.mark_title(ax.set_title(f"CUDA beside Triton, {bench.get('device', 'unknown GPU')}"))
+        ax.legend(loc="upper center", ncol=5, fontsize=7)
+        if note:
+            fig.supxlabel(note, fontsize=7, color="#555555")
+        return S.save(fig, out_dir, stem)
+
+
 def trace_stages(trace: dict) -> List[Tuple[str, float, float]]:
     """[(name, start_us, duration_us)] of a Chrome trace's complete ("X") events, by start."""
     events = trace.get("traceEvents")
