@@ -814,7 +814,7 @@ INSTANTIATE_TEST_SUITE_P(DTypes, SiluAndMul, ::testing::ValuesIn(kAllElementType
 // offset computed in 32 bits wraps. They are filled on the GPU with a pattern the host recomputes
 // at any index (course/large.h); the output is checked at the start, on both sides of 2^31, at
 // the end and at a few hundred indices in between. bfloat16 halves the memory: 4 GiB per array.
-// They run alone on the GPU (SERIAL_SUITES in CMakeLists.txt).
+// They run alone on the GPU (lab.json's serial_suites).
 constexpr std::int64_t kLargeN = course::kLargeCount;  // 2^31 + 2^24 + 17
 using Large = bfloat16;
 

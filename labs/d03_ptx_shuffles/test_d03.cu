@@ -998,7 +998,7 @@ TEST_F(FastGeluError, IsReportedNextToTheTanhfBaseline) {
 // index 32 s or an element index computed in 32 bits wraps. The input is filled on the GPU with a
 // pattern the host recomputes at any index (course/large.h); the outputs are checked at the
 // start, around 2^31 (segment 2^26), at the end and at a few hundred places in between. They run
-// alone on the GPU (SERIAL_SUITES in CMakeLists.txt).
+// alone on the GPU (lab.json's serial_suites).
 constexpr std::int64_t kLargeN = course::kLargeCount;
 
 // The segments worth checking: the first, those around element 2^31, the last (17 elements),

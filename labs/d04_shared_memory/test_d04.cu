@@ -275,7 +275,7 @@ TEST_F(Transpose5VectorizedLimits, RejectsNegativeSidesAndOverlappingBuffers) {
 // 2^31, at the end and at a few hundred places in between. Not square, so that rows and cols
 // mixed up show; 33001 x 65537 is no multiple of a tile or of a vector (the fallback of variant
 // 5), 33000 x 65528 is a multiple of 8 on both sides (variant 5's 16-byte path). They run alone
-// on the GPU (SERIAL_SUITES in CMakeLists.txt).
+// on the GPU (lab.json's serial_suites).
 struct LargeShape {
   std::int64_t rows, cols;
 };

@@ -990,7 +990,7 @@ TEST_F(OnlineSoftmaxLimits, TakesRowsOfOneColumnAndRefusesNone) {
 // (or an element index of the whole-array sums) wraps if any part of it is computed in 32 bits.
 // They are filled on the GPU with a pattern the host recomputes at any index (course/large.h)
 // and checked where it matters: whole rows at the start, around 2^31 and at the end. They run
-// alone on the GPU (SERIAL_SUITES in CMakeLists.txt).
+// alone on the GPU (lab.json's serial_suites).
 constexpr std::int64_t kLargeN = course::kLargeCount;  // 2^31 + 2^24 + 17
 using course::large_rows;
 

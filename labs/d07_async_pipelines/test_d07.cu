@@ -144,7 +144,7 @@ TEST_F(AsyncCopyLimits, RefusesMisalignedPointersAndCopiesNothingForNZero) {
 // 2^31 + 2^24 + 17 floats (8 GiB, x and y): the element index of a chunk (4 (first + c)) passes
 // 2^31, and the tail's one float lies beyond it. Filled on the GPU with a pattern the host can
 // recompute (course/large.h); checked near 0, 2^31, 2^32 and the end. Alone on the GPU
-// (SERIAL_SUITES).
+// (lab.json's serial_suites).
 class AsyncCopyLargeIndex : public course::GpuTest {};
 
 TEST_F(AsyncCopyLargeIndex, CopiesFloatsPastTwoToThe31) {
@@ -403,7 +403,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTma, ::testing::ValuesIn(kShapes), shape_na
 // 131072 on start past 2^31, where a row offset (row0 + warp) * K computed in 32 bits wraps. W is
 // filled on the GPU with a pattern the host recomputes (course/large.h); y is checked for both
 // batch rows at the rows holding W's elements near 0, 2^31 and the end, and a few at random.
-// Alone on the GPU (SERIAL_SUITES in CMakeLists.txt).
+// Alone on the GPU (lab.json's serial_suites).
 constexpr std::int64_t kLargeK = 16384;
 constexpr std::int64_t kLargeN = course::large_rows(kLargeK);
 constexpr std::size_t kLargeGemvBytes =

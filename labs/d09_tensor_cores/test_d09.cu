@@ -730,7 +730,7 @@ TEST_F(MmaGemmEdges, WritesZerosForKZeroAndComputesK1) {
 // K = 16384), so that the rows from 131072 on start past 2^31, where a row offset r * K computed
 // in 32 bits wraps. A is filled on the GPU with a pattern the host recomputes (course/large.h);
 // the rows of C holding A's elements near 0, 2^31 and the end (and a few at random) are checked.
-// Alone on the GPU (SERIAL_SUITES in CMakeLists.txt).
+// Alone on the GPU (lab.json's serial_suites).
 constexpr std::int64_t kLargeM = 132112, kLargeK = 16384, kLargeN = 16;
 constexpr std::size_t kLargeGemmBytes =
     static_cast<std::size_t>(kLargeM * kLargeK) * sizeof(bfloat16) + (64u << 20);

@@ -234,7 +234,7 @@ SKIP_ALTERNATE = (
     "static int g_calls = 0;")
 SKIP_ALTERNATE_LAUNCH = (
     "  vector_add_kernel<<<static_cast<unsigned>(blocks), kBlockThreads>>>(a, b, c, n);",
-    "  if (n < (1 << 24) || g_calls++ % 2 == 0)\n"
+    "  if (n < (1 << 26) || g_calls++ % 2 == 0)  // the tests' sizes always work\n"
     "    vector_add_kernel<<<static_cast<unsigned>(blocks), kBlockThreads>>>(a, b, c, n);")
 
 POISON_DETECT_KERNEL = (
@@ -246,7 +246,8 @@ POISON_DETECT_KERNEL = (
     "                                       std::int64_t n) {\n"
     "  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + "
     "threadIdx.x;\n"
-    "  if (i < n && course::DType<float>::is_poison(c[0])) c[i] = a[i] + b[i];\n"
+    "  // the poison of a float output: DType<float>::poison()'s bits (course/dtype.h)\n"
+    "  if (i < n && __float_as_uint(c[0]) == 0x7fc0deadu) c[i] = a[i] + b[i];\n"
     "}")
 POISON_DETECT_LAUNCH = (
     "  vector_add_kernel<<<static_cast<unsigned>(blocks), kBlockThreads>>>(a, b, c, n);",
@@ -347,13 +348,8 @@ ATTACKS: List[Attack] = [
            prepend="#include <cublas_v2.h>\n", words="cublas", without_check=("failed",)),
     # ---- on a GPU
     Attack("bench-rewrite", "timings from the student's process", "d01",
-           "writes results of its own after the benchmark's at exit, with a vector add on one "
-           "block of the grid", append=BENCH_REWRITE, gpu=True, words="fopen",
-           edits=[("  const std::int64_t blocks = course::ceil_div<std::int64_t>(n, kBlockThreads);\n"
-                   "  course::require(blocks <= 0x7fffffff, \"vector_add: n too large for a 1-D "
-                   "grid\");\n  vector_add_kernel<<<static_cast<unsigned>(blocks),",
-                   "  const std::int64_t blocks = 1;\n  vector_add_kernel<<<static_cast<unsigned>"
-                   "(blocks),")],
+           "writes results of its own (a kernel 50x faster than it is) after the benchmark's, "
+           "at exit", append=BENCH_REWRITE, gpu=True, words="fopen",
            without_check=("not_ranked",), words_without="more than one set of results"),
     Attack("skip-alternate", "the audited call", "d01",
            "the large vector add does its work on every other call only",

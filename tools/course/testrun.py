@@ -343,8 +343,11 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
                    "--variant", variant, "--group", group]
         lines.append(f"add_test({_cmake_quote(fixture)} "
                      + " ".join(_cmake_quote(c) for c in command) + ")")
+        # "serial": the cases that need the GPU (and its memory) to themselves: ctest runs
+        # them alone (RUN_SERIAL), and the grader alone on the GPU (grade.py, GpuLock).
+        serial = ";serial" if group == "serial" else ""
         props = [f"FIXTURES_SETUP {_cmake_quote(fixture)}",
-                 f"LABELS \"{lab.day};{variant};runner\"",
+                 f"LABELS \"{lab.day};{variant};runner{serial}\"",
                  f"TIMEOUT {int(m.test_budget + 120)}"]
         if group == "serial":
             props.append("RUN_SERIAL TRUE")
@@ -357,7 +360,7 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
                          f"{_cmake_quote(path)})")
             lines.append(f"set_tests_properties({_cmake_quote(name)} PROPERTIES "
                          f"FIXTURES_REQUIRED {_cmake_quote(fixture)} "
-                         f"LABELS \"{lab.day};{variant};{lab.kind_of(t)}\" "
+                         f"LABELS \"{lab.day};{variant};{lab.kind_of(t)}{serial}\" "
                          f"SKIP_RETURN_CODE 77 TIMEOUT 30)")
     return "\n".join(lines + check_lines(m, lab, variant, tool)) + "\n"
 
