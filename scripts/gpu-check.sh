@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
 done
 [ "$steps" = all ] && steps="build tests tools check bench grade sanitize mutants attacks"
 want() { [[ " $steps " == *" $1 "* ]]; }
-mkdir -p "$out"; out=$(cd "$out" && pwd); rm -f "$out/timings.txt"
+mkdir -p "$out"; out=$(cd "$out" && pwd); rm -f "$out/timings.txt" "$out/timings-object-check.txt"
 bin=build/$preset
 jobs=$(nproc)
 log() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
@@ -138,7 +138,18 @@ if want check; then
     secs=$(python3 -c "print(f'{$end - $start:.1f}')")
     echo "course check $day (solved): exit $rc, $secs s" | tee -a "$out/timings.txt"
     tail -n 4 "$out/check-$day.log" | head -n 2
+    # Again without the early object check, then with it (its baseline now read from the file
+    # the first check wrote): what that defence costs a student's every later check.
+    line="course check $day (solved, again):"
+    for flag in --no-object-check ""; do
+      start=$(date +%s.%N)
+      "$bin/course" check "$day" $flag >/dev/null 2>&1
+      end=$(date +%s.%N)
+      line="$line ${flag:-with the object check} $(python3 -c "print(f'{$end - $start:.1f}')") s;"
+    done
+    echo "$line" >>"$out/timings-object-check.txt"
   done
+  cat "$out/timings-object-check.txt"
   for f in "$out"/starters/*.cu; do cp "$f" "labs/$(basename "$f" .cu)/kernel.cu"; done
   rm -rf "$out/starters"
   # CHECK_NO_REBUILD=1: the starters are back in the tree but not rebuilt (the last step of a

@@ -82,6 +82,44 @@ class DependencyTest(unittest.TestCase):
                 self.assertIn("solutions are not yours", bad[0])
 
 
+class BaselineCacheTest(unittest.TestCase):
+    """The day's object-check baseline is read from the programs once per version, then from the
+    file beside the reference program: a new process (every `course check`) reads the file."""
+
+    def test_read_once_per_version_then_from_the_file(self):
+        from unittest import mock
+        from course import objcheck
+        reads = []
+
+        def fake_read(sol, start, ref):
+            reads.append(ref)
+            return objcheck.Baseline({"api"}, {"call"}, frozenset({"p"}), frozenset({"l"}))
+
+        with tempfile.TemporaryDirectory() as t, \
+                mock.patch.object(objcheck, "_read_baseline", side_effect=fake_read):
+            ref = os.path.join(t, "d01_solution_tests")
+            with open(ref, "w") as f:
+                f.write("v1")
+            for _ in range(2):  # two processes: the in-memory cache emptied between them
+                objcheck._baselines.clear()
+                base = objcheck.baseline("", "", ref)
+            self.assertEqual(len(reads), 1)
+            self.assertEqual(base.api, {"api"})
+            self.assertEqual(base.program_defined, frozenset({"p"}))
+            with open(ref, "w") as f:  # rebuilt: another version, read again
+                f.write("version two")
+            objcheck._baselines.clear()
+            objcheck.baseline("", "", ref)
+            self.assertEqual(len(reads), 2)
+            files = [n for n in os.listdir(t) if n.startswith(".objcheck-baseline-")]
+            self.assertEqual(len(files), 1, files)  # the older version's file is gone
+            with open(os.path.join(t, files[0]), "w") as f:
+                f.write("{not json")
+            objcheck._baselines.clear()
+            objcheck.baseline("", "", ref)
+            self.assertEqual(len(reads), 3)  # a broken file is read again, not trusted
+
+
 class CtestFilesTest(unittest.TestCase):
     """The student's CTestTestfile.cmake is the course build's registration (testrun.discover)
     plus the graded sanitizer runs, which carry the time limit the instructor gave (`course grade

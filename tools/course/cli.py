@@ -100,7 +100,8 @@ def cmd_list(args) -> int:
 def cmd_check(args) -> int:
     m = open_build(args)
     lab = day_arg(m, args.day)
-    out = C.run_check(m, lab, verbose=args.verbose)
+    out = C.run_check(m, lab, verbose=args.verbose,
+                      object_check=not getattr(args, "no_object_check", False))
     print(C.render(m, lab, out, program_name()))
     C.record(m, lab, out)
     return out.exit_code
@@ -583,6 +584,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=func)
         parsers[name] = sp
     parsers["check"].add_argument("day")
+    parsers["check"].add_argument(  # to measure what the object check costs (gpu-check.sh)
+        "--no-object-check", action="store_true", help=argparse.SUPPRESS)
     parsers["watch"].add_argument("day", nargs="?", help="default: the first day not passed")
     parsers["watch"].add_argument("--stay", action="store_true",
                                   help="keep watching this day after it passes")

@@ -309,8 +309,49 @@ def baseline(solution_lib: str, starter_lib: str, reference_program: str) -> Bas
     key = (stamp(solution_lib), stamp(starter_lib), stamp(reference_program))
     with _baselines_lock:
         if key not in _baselines:
-            _baselines[key] = _read_baseline(solution_lib, starter_lib, reference_program)
+            _baselines[key] = _cached_baseline(key, solution_lib, starter_lib, reference_program)
         return _baselines[key]
+
+
+def _cached_baseline(key: Tuple[str, str, str], solution_lib: str, starter_lib: str,
+                     reference_program: str) -> Baseline:
+    """The Baseline from a file beside the reference program, written the first time (reading
+    the symbols of the reference program takes seconds; every `course check` would pay them).
+    The file names the versions it was read from; any other version, or a file that does not
+    parse, is read again. A folder that cannot be written costs only the time."""
+    import hashlib  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    digest = hashlib.sha256("\n".join(key).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    path = os.path.join(os.path.dirname(reference_program) or ".",
+                        f".objcheck-baseline-{digest}.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        if doc.get("key") == list(key):
+            return Baseline(set(doc["api"]), set(doc["calls"]), frozenset(doc["program"]),
+                            frozenset(doc["libraries"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    base = _read_baseline(solution_lib, starter_lib, reference_program)
+    doc = {"key": list(key), "api": sorted(base.api), "calls": sorted(base.calls),
+           "program": sorted(base.program_defined), "libraries": sorted(base.library_defined)}
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+        folder = os.path.dirname(path)
+        for name in os.listdir(folder):  # older versions' files
+            if name.startswith(".objcheck-baseline-") and name.endswith(".json") and \
+                    name != os.path.basename(path):
+                os.remove(os.path.join(folder, name))
+    except OSError:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+    return base
 
 
 def _read_baseline(solution_lib: str, starter_lib: str, reference_program: str) -> Baseline:
