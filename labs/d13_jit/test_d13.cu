@@ -947,7 +947,7 @@ TEST_F(GemmTemplate, HandlesOddShapes) {
 // ------------------------------------------------------------------------------------------
 // 64-bit indices: just over 2^31 elements, filled on the GPU with a pattern the host recomputes
 // at any index (course/large.h), checked on whole rows at the start, around 2^31 and at the end.
-// They run alone on the GPU (SERIAL_SUITES) and are left out of the sanitizer runs.
+// They run alone on the GPU (lab.json's serial_suites) and are left out of the sanitizer runs.
 // ------------------------------------------------------------------------------------------
 std::vector<double> pattern_row(const course::Pattern& p, std::int64_t row, std::int64_t cols,
                                 bool as_half) {

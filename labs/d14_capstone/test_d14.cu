@@ -212,8 +212,8 @@ TEST_F(RopeQkv, StaysAccurateAtLongContextPositions) {
 // 64-bit indices: 32 query heads and one key/value head of 128, over just enough tokens that q
 // holds 2^31 + elements (qkv 2^31 + 7%): the offsets t * row of qkv and of q pass 2^31. Filled on
 // the GPU with a pattern the host recomputes at any index (course/large.h); whole tokens are
-// checked at the start, around both wrap points and at the end. Alone on the GPU (SERIAL_SUITES),
-// left out of the sanitizer runs.
+// checked at the start, around both wrap points and at the end. Alone on the GPU (lab.json's
+// serial_suites), left out of the sanitizer runs.
 class RopeQkvLargeIndex : public course::GpuTest {};
 
 TEST_F(RopeQkvLargeIndex, RotatesTokensPastTwoToThe31) {
