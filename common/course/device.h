@@ -45,11 +45,11 @@ void require_hopper(const std::string& who, const std::string& what_for,
 
 // What the arithmetic of a kernel runs on, for its compute ceiling (course/bench.h's floor).
 enum class Math {
-  kAny,        // the card's fastest: its 8-bit tensor-core rate (a floor no kernel can beat)
-  kSimtFp32,   // fused multiply-adds of the CUDA cores, float32
-  kTensorTf32, // tensor cores, float32 inputs rounded to TF32 (the fastest a float32 GEMM may be)
-  kTensor16,   // tensor cores, 16-bit inputs (half, bfloat16)
-  kTensorFp8,  // tensor cores, 8-bit inputs (e4m3, e5m2)
+  kAny,         // the card's fastest: its 8-bit tensor-core rate (a floor no kernel can beat)
+  kSimtFp32,    // fused multiply-adds of the CUDA cores, float32
+  kTensorTf32,  // tensor cores, float32 inputs rounded to TF32 (the fastest a float32 GEMM may be)
+  kTensor16,    // tensor cores, 16-bit inputs (half, bfloat16)
+  kTensorFp8,   // tensor cores, 8-bit inputs (e4m3, e5m2)
 };
 
 // The card's peak rate for `math` in FLOP/s (a fused multiply-add is two): its SMs x their

@@ -62,7 +62,8 @@ const std::int64_t kSizes[] = {1, 31, 32, 33, 255, 257, (1 << 20) + 3};
 // 32 bits (int i = blockIdx.x * blockDim.x + threadIdx.x) wraps at 2^31, so only an array this long
 // shows it. The inputs are filled on the GPU with a pattern the host recomputes at any index
 // (course/large.h), and the output is checked at the indices that matter: the start, both sides
-// of 2^31, the end, and a few hundred in between. They run alone on the GPU (lab.json's serial_suites).
+// of 2^31, the end, and a few hundred in between. They run alone on the GPU (lab.json's
+// serial_suites).
 constexpr std::int64_t kLargeN = course::kLargeCount;
 
 // ---------------------------------------------------------------- Exercise 1: vector add

@@ -662,7 +662,8 @@ TEST_F(MatchKeyCountingLimits, RejectsNoBinsAndTooManyKeysAndClearsForNoKeys) {
 // (row * cols + c, a compaction's input index or output position) wraps if any part of it is
 // computed in 32 bits. They are filled on the GPU with a pattern the host recomputes at any index
 // (course/large.h), and checked where it matters: whole rows at the start, around 2^31 and at the
-// end; output positions on both sides of 2^31. They run alone on the GPU (lab.json's serial_suites).
+// end; output positions on both sides of 2^31. They run alone on the GPU (lab.json's
+// serial_suites).
 constexpr std::int64_t kLargeN = course::kLargeCount;  // 2^31 + 2^24 + 17
 
 // Softmax of [rows, cols] bfloat16 logits in [-8, 8), rows * cols just over 2^31, checked on

@@ -106,7 +106,8 @@ void bench_fp32(benchmark::State& state, Fp32Gemm gemm, bool vendor_row) {
   std::function<void()> vendor;
   if (!vendor_row)
     vendor = [&] { d10::gemm_0_cublas_fp32(dA.data(), dB.data(), dC.data(), M, N, K); };
-  time_checked<float>(state, run, dC, check, {gemm_bytes(M, N, K, 4, 4), gemm_flops(M, N, K), course::Math::kTensorTf32},
+  time_checked<float>(state, run, dC, check,
+                      {gemm_bytes(M, N, K, 4, 4), gemm_flops(M, N, K), course::Math::kTensorTf32},
                       vendor_key("fp32", M, N, K), vendor, false);
 }
 
@@ -185,7 +186,8 @@ void bench_bf16(benchmark::State& state, const Bf16Gemm& gemm, d10::BLayout layo
   if (!vendor_row)
     vendor = [&] { d10::gemm_0_cublas_bf16(dA.data(), dB.data(), dC.data(), M, N, K, layout); };
   const std::string kind = layout == d10::BLayout::kRowMajor ? "bf16_nn" : "bf16_tn";
-  time_checked<bfloat16>(state, run, dC, check, {gemm_bytes(M, N, K, 2, 2), gemm_flops(M, N, K), course::Math::kTensor16},
+  time_checked<bfloat16>(state, run, dC, check,
+                         {gemm_bytes(M, N, K, 2, 2), gemm_flops(M, N, K), course::Math::kTensor16},
                          vendor_key(kind, M, N, K), vendor, key);
 }
 
@@ -317,7 +319,8 @@ void bench_fp8(benchmark::State& state, Fp8Gemm gemm, bool vendor_row) {
       d10::gemm_0_cublaslt_fp8(dA.data(), dB.data(), dC.data(), M, N, K, scale_a.data(),
                                scale_b.data());
     };
-  time_checked<bfloat16>(state, run, dC, check, {gemm_bytes(M, N, K, 1, 2), gemm_flops(M, N, K), course::Math::kTensorFp8},
+  time_checked<bfloat16>(state, run, dC, check,
+                         {gemm_bytes(M, N, K, 1, 2), gemm_flops(M, N, K), course::Math::kTensorFp8},
                          vendor_key("fp8", M, N, K), vendor, false);
 }
 
