@@ -306,6 +306,35 @@ class PointsTest(unittest.TestCase):
             names = [e[0] for e in events]
             self.assertEqual(names, ["bench", "bench done", "test"])
 
+    def test_the_gpu_alone_holds_through_nested_locks(self):
+        """A student's serial pass and benchmarks run under one hold of the GPU: the locks taken
+        inside it by the same thread pass through; another thread's test waits for the whole."""
+        import threading  # noqa: PLC0415
+        import time  # noqa: PLC0415
+        with tempfile.TemporaryDirectory() as out:
+            events = []
+            started = threading.Event()
+
+            def other_test():
+                started.wait()
+                with grade.GpuLock(out, "tests"):
+                    events.append("other test")
+            t = threading.Thread(target=other_test)
+            t.start()
+            with grade.GpuLock(out, "bench"):
+                started.set()
+                time.sleep(0.2)
+                with grade.GpuLock(out, "bench"):  # the benchmark of a day: no second wait
+                    events.append("benchmark")
+                with grade.GpuLock(out, "tests"):
+                    events.append("own test")
+                time.sleep(0.2)
+                events.append("released")
+            t.join()
+            self.assertEqual(events, ["benchmark", "own test", "released", "other test"])
+            with grade.GpuLock(out, "bench"):  # released for good: taken again at once
+                pass
+
 
 @unittest.skipUnless(BUILD, "needs COURSE_BUILD_DIR (a configured and built course)")
 class GradeClassTest(unittest.TestCase):

@@ -33,6 +33,7 @@ performance points, PERFORMANCE_SHARE of the day's correctness points, come from
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import csv
 import fcntl
 import hashlib
@@ -404,11 +405,17 @@ class GpuLock:
     shared lock, and the benchmark holds the turnstile while it waits and runs, so a stream of
     tests cannot keep it waiting for ever."""
 
+    _held = threading.local()  # this thread's hold on the GPU alone: a nested lock is a no-op
+
     def __init__(self, out: str, use: str):
         assert use in ("tests", "bench")
         self.out, self.use = out, use
+        self.nested = False
 
     def __enter__(self):
+        if getattr(GpuLock._held, "alone", False):
+            self.nested = True  # the GPU is this thread's already
+            return self
         os.makedirs(self.out, exist_ok=True)
         # One GPU per machine as far as the locks know: grading tasks on other nodes of a
         # cluster (the same folder on a shared filesystem) have GPUs of their own.
@@ -423,9 +430,14 @@ class GpuLock:
                 fcntl.flock(self.turnstile, fcntl.LOCK_UN)
         else:
             fcntl.flock(self.gpu, fcntl.LOCK_EX)
+            GpuLock._held.alone = True
         return self
 
     def __exit__(self, *exc):
+        if self.nested:
+            return
+        if self.use == "bench":
+            GpuLock._held.alone = False
         fcntl.flock(self.gpu, fcntl.LOCK_UN)
         if self.use == "bench":
             fcntl.flock(self.turnstile, fcntl.LOCK_UN)
@@ -601,11 +613,16 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
     # Two passes: everything but the serial cases beside other students' tests (never beside a
     # benchmark), then the serial cases (timing, the largest allocations: lab.json's
     # serial_suites) with the GPU to themselves, like a benchmark: another student's kernels
-    # running beside them would cost the honest student points (a slower event) or memory.
+    # running beside them would cost the honest student points (a slower event) or memory. The
+    # GPU stays this student's from the serial pass through its benchmarks (below): one wait
+    # for the GPU alone per student, as before the serial pass had one.
     test_start = time.monotonic()
     logs, junit = [], []  # type: List[str], List[R.CtestTest]
+    alone = contextlib.ExitStack()
     for use, select, name in (("tests", ["-LE", "^serial$"], "junit.xml"),
                               ("bench", ["-L", "^serial$"], "junit-serial.xml")):
+        if use == "bench":
+            alone.enter_context(GpuLock(opts.out, "bench"))
         with GpuLock(opts.out, use):
             ctest = subprocess.run(["ctest", "--test-dir", sdir, "-j", str(opts.ctest_jobs)]
                                    + select + ["--output-junit", os.path.join(sdir, name)],
@@ -623,102 +640,105 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
     with open(os.path.join(sdir, "ctest.log"), "w", encoding="utf-8") as f:
         f.write("\n".join(logs))
     test_seconds = time.monotonic() - test_start
-
-    days = []
-    gpu = ""
-    for lab in labs:
-        if lab.day not in sub.kernels:
-            day = grade_day(lab, "not_submitted", [], points_of(lab),
-                            misplaced=sub.misplaced.get(lab.day))
-            if not sub.misplaced.get(lab.day):
-                day["message"] = (f"not handed in: no labs/{lab.name}/kernel.cu or "
-                                  f"{lab.name}/kernel.cu in the submission")
-            day["performance"] = performance(lab, day, [], None, "")
-            days.append(day)
-            continue
-        b = builds[lab.day]
-        cases: List[R.Case] = []
-        for group in testrun.GROUPS:
-            path = testrun.results_path(sm, lab, "lab", group)
-            if os.path.exists(path):
-                try:
-                    run = R.load_run_results(path)
-                    cases += run.cases
-                    gpu = gpu or run.gpu
-                except ValueError as e:
-                    opts.say(f"{sub.student}: {e}")
-        for t in junit:
-            parts = t.name.split(".")
-            if len(parts) >= 3 and parts[0] == lab.day and parts[2] == "sass":
-                check = next((c for c in lab.sass_checks if c.name == ".".join(parts[3:])), None)
-                text = "\n".join(l for l in t.output.splitlines() if l.strip())
-                message = re.sub(r"^(FAILED|passed|skipped|SKIPPED|NOT RUN): ", "", text)
-                # A correctness check is one of its exercise's cases (course_add_sass_check).
-                kind = "host" if check is not None and check.correctness else "sass"
-                cases.append(R.Case(".".join(parts[2:]), t.status, message=whole(message),
-                                    exercise=check.exercise if check else "", kind=kind))
-            elif len(parts) == 3 and parts[0] == lab.day and parts[2] in lab.sanitizers:
-                cases.append(R.Case(parts[2], t.status, message=whole(t.output.strip()),
-                                    kind="sanitizer"))
-        if b.status != "built":
-            day = grade_day(lab, b.status, cases, points_of(lab),
-                            build_message=build_message(m, lab, b, display(lab)))
-        else:
-            if not any(c.kind in ("gpu", "host") for c in cases):
-                # The runner left nothing: every case is NOT RUN, in words, never absent.
-                for t in junit:
-                    if t.name.startswith(f"{lab.day}.lab.") and ".sass." not in t.name:
-                        cases.append(R.Case(t.name[len(lab.day) + 5:], R.NOT_RUN,
-                                            message=first_line(t.output),
-                                            exercise=lab.exercise_of(t.name[len(lab.day) + 5:])))
-            day = grade_day(lab, "graded", cases, points_of(lab))
-        # Benchmarks only where every test ran and passed; judged here (judge_rows).
-        judged: Optional[List[dict]] = None
-        note = ""
-        tests = [c for c in cases if c.kind in ("gpu", "host")]
-        t = R.tally(tests)
-        if day["status"] != "graded":
-            note = "not timed: the day " + {"refused": "was refused",
-                                            "compile_failed": "did not compile",
-                                            "link_failed": "did not link"}.get(
-                day["status"], day["status"].replace("_", " "))
-        elif not opts.bench:
-            note = "not timed: benchmarks were not asked for (--no-bench)"
-        elif t.failed:
-            note = (f"not timed: {t.failed} tests failed (an incorrect kernel is never timed: "
-                    "no benchmark points)")
-            if gpu:  # on the board, as not ranked, with the reason
-                with GpuLock(opts.out, "bench"):
-                    ref, _ = reference_bench(m, lab, opts)
-                if ref is not None:
-                    write_judged(sdir, sub.student, lab, not_ranked(
-                        ref, "the day's tests did not all pass"), ref, gpu, opts)
-        elif t.skipped or not t.passed or t.passed != len(tests):
-            note = "not timed: the tests could not all run here (no GPU?): no benchmark points"
-        else:
-            with GpuLock(opts.out, "bench"):  # the GPU alone: no test of anyone beside it
-                ref, why = reference_bench(m, lab, opts)
-                if ref is None:
-                    note = f"not timed: {why}"
-                else:
-                    context = ",".join([f"course_lab={lab.day}", f"course_session={opts.session}"])
+    with alone:  # the GPU alone since the serial pass, through the benchmarks
+        days = []
+        gpu = ""
+        for lab in labs:
+            if lab.day not in sub.kernels:
+                day = grade_day(lab, "not_submitted", [], points_of(lab),
+                                misplaced=sub.misplaced.get(lab.day))
+                if not sub.misplaced.get(lab.day):
+                    day["message"] = (f"not handed in: no labs/{lab.name}/kernel.cu or "
+                                      f"{lab.name}/kernel.cu in the submission")
+                day["performance"] = performance(lab, day, [], None, "")
+                days.append(day)
+                continue
+            b = builds[lab.day]
+            cases: List[R.Case] = []
+            for group in testrun.GROUPS:
+                path = testrun.results_path(sm, lab, "lab", group)
+                if os.path.exists(path):
                     try:
-                        run = B.run_benchmark(
-                            b.bench, os.path.join(sdir, "raw", f"bench-{lab.day}.json"),
-                            filter_=lab.grade_benchmarks, timeout=BENCH_SECONDS,
-                            extra=[f"--benchmark_context={context}"],
-                            prefix=jail.prefix(os.path.join(sdir, "sandbox", "bench")))
-                        if run.skipped:
-                            judged = not_ranked(ref, "the benchmark program skipped its rows: "
-                                                     + run.skipped)
-                        else:
-                            judged = judge_rows(run.rows, ref.rows)
-                    except B.BenchmarkFailed as e:
-                        judged = not_ranked(ref, whole(str(e), 500))
-                        note = str(e).splitlines()[0]
-                    write_judged(sdir, sub.student, lab, judged, ref, gpu, opts)
-        day["performance"] = performance(lab, day, cases, judged, note)
-        days.append(day)
+                        run = R.load_run_results(path)
+                        cases += run.cases
+                        gpu = gpu or run.gpu
+                    except ValueError as e:
+                        opts.say(f"{sub.student}: {e}")
+            for t in junit:
+                parts = t.name.split(".")
+                if len(parts) >= 3 and parts[0] == lab.day and parts[2] == "sass":
+                    check = next((c for c in lab.sass_checks
+                                  if c.name == ".".join(parts[3:])), None)
+                    text = "\n".join(l for l in t.output.splitlines() if l.strip())
+                    message = re.sub(r"^(FAILED|passed|skipped|SKIPPED|NOT RUN): ", "", text)
+                    # A correctness check is one of its exercise's cases (course_add_sass_check).
+                    kind = "host" if check is not None and check.correctness else "sass"
+                    cases.append(R.Case(".".join(parts[2:]), t.status, message=whole(message),
+                                        exercise=check.exercise if check else "", kind=kind))
+                elif len(parts) == 3 and parts[0] == lab.day and parts[2] in lab.sanitizers:
+                    cases.append(R.Case(parts[2], t.status, message=whole(t.output.strip()),
+                                        kind="sanitizer"))
+            if b.status != "built":
+                day = grade_day(lab, b.status, cases, points_of(lab),
+                                build_message=build_message(m, lab, b, display(lab)))
+            else:
+                if not any(c.kind in ("gpu", "host") for c in cases):
+                    # The runner left nothing: every case is NOT RUN, in words, never absent.
+                    for t in junit:
+                        if t.name.startswith(f"{lab.day}.lab.") and ".sass." not in t.name:
+                            cases.append(R.Case(t.name[len(lab.day) + 5:], R.NOT_RUN,
+                                                message=first_line(t.output),
+                                                exercise=lab.exercise_of(
+                                                    t.name[len(lab.day) + 5:])))
+                day = grade_day(lab, "graded", cases, points_of(lab))
+            # Benchmarks only where every test ran and passed; judged here (judge_rows).
+            judged: Optional[List[dict]] = None
+            note = ""
+            tests = [c for c in cases if c.kind in ("gpu", "host")]
+            t = R.tally(tests)
+            if day["status"] != "graded":
+                note = "not timed: the day " + {"refused": "was refused",
+                                                "compile_failed": "did not compile",
+                                                "link_failed": "did not link"}.get(
+                    day["status"], day["status"].replace("_", " "))
+            elif not opts.bench:
+                note = "not timed: benchmarks were not asked for (--no-bench)"
+            elif t.failed:
+                note = (f"not timed: {t.failed} tests failed (an incorrect kernel is never timed: "
+                        "no benchmark points)")
+                if gpu:  # on the board, as not ranked, with the reason
+                    with GpuLock(opts.out, "bench"):
+                        ref, _ = reference_bench(m, lab, opts)
+                    if ref is not None:
+                        write_judged(sdir, sub.student, lab, not_ranked(
+                            ref, "the day's tests did not all pass"), ref, gpu, opts)
+            elif t.skipped or not t.passed or t.passed != len(tests):
+                note = "not timed: the tests could not all run here (no GPU?): no benchmark points"
+            else:
+                with GpuLock(opts.out, "bench"):  # the GPU alone: no test of anyone beside it
+                    ref, why = reference_bench(m, lab, opts)
+                    if ref is None:
+                        note = f"not timed: {why}"
+                    else:
+                        context = ",".join([f"course_lab={lab.day}",
+                                            f"course_session={opts.session}"])
+                        try:
+                            run = B.run_benchmark(
+                                b.bench, os.path.join(sdir, "raw", f"bench-{lab.day}.json"),
+                                filter_=lab.grade_benchmarks, timeout=BENCH_SECONDS,
+                                extra=[f"--benchmark_context={context}"],
+                                prefix=jail.prefix(os.path.join(sdir, "sandbox", "bench")))
+                            if run.skipped:
+                                judged = not_ranked(ref, "the benchmark program skipped its rows: "
+                                                         + run.skipped)
+                            else:
+                                judged = judge_rows(run.rows, ref.rows)
+                        except B.BenchmarkFailed as e:
+                            judged = not_ranked(ref, whole(str(e), 500))
+                            note = str(e).splitlines()[0]
+                        write_judged(sdir, sub.student, lab, judged, ref, gpu, opts)
+            day["performance"] = performance(lab, day, cases, judged, note)
+            days.append(day)
 
     grade = {
         "format": 2, "student": sub.student, "folder": student.dirname,
