@@ -698,7 +698,8 @@ class LessonFiguresTest(unittest.TestCase):
                     self.assertIsNotNone(m, f"{lesson} has no image line for {stem}.svg")
                     caption = " ".join(m.group(1).split())  # the paragraph after the image
                     self.assertIn("`python3 tools/plots/course_plots.py lessons`", caption)
-                    self.assertIn(f"`{L.source_path(day)}`", caption)
+                    source = L.FIGURE_SOURCES.get(stem, L.source_path(day))
+                    self.assertIn(f"`{source}`", caption)
                     cited.add(stem)
         on_disk = {os.path.splitext(n)[0] for n in os.listdir(FIGURES)}
         self.assertEqual(on_disk, cited, "a figure in lessons/figures/ that no lesson cites")

@@ -37,6 +37,10 @@ KEY_EDGE = "black"
 SOURCES: Dict[str, str] = {day: f"{day}/bench-{day}-solution.json" for day in DAYS + LATER_DAYS}
 SOURCES["d14"] = "d14/layer.json"  # not a benchmark file: drawn by day14()
 D14_TRACE = "d14/d14_layer_trace.json"  # the layer's stages, the next call
+D14_TRITON = "d14/triton.json"  # python/bench_triton.py: Days 2, 5, 6 beside Triton and PyTorch
+# A figure drawn from another file than its day's source (source_path): that file, which its
+# caption cites.
+FIGURE_SOURCES: Dict[str, str] = {"d14_triton": f"results/h100/{D14_TRITON}"}
 
 
 def source_path(day: str) -> str:
@@ -678,7 +682,7 @@ LESSON_FIGURES: Dict[str, List[str]] = {
     "d05": ["d05_softmax", "d05_compaction"],
     "d06": ["d06_rmsnorm_hidden", "d06_kernels"],
     "d10": ["d10_steps"],
-    "d14": ["d14_layer", "d14_trace_timeline"],
+    "d14": ["d14_layer", "d14_trace_timeline", "d14_triton"],
 }
 
 def draw_lessons(measurements: str, out: str) -> List[str]:
@@ -710,4 +714,9 @@ def day14(measurements: str, out: str) -> List[str]:
     paths += F.plot_trace_timeline(
         trace, out, "d14_trace_timeline", title="Day 14 layer, batch 4 x 512",
         note=f"Measured: results/h100/{D14_TRACE}, {layer.get('device', '')}")
+    triton = F.load_json(os.path.join(measurements, *D14_TRITON.split("/")), "Triton results")
+    paths += F.plot_triton_bandwidth(
+        triton, out, "d14_triton",
+        note=f"Measured: results/h100/{D14_TRITON} (python/bench_triton.py), "
+             f"{triton.get('device', '')}")
     return paths
