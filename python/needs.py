@@ -92,3 +92,24 @@ def courseplots(script):
     from courseplots.data import InputError
 
     return figures, InputError
+
+
+def plot_json(doc, script, wrote_by, what, default_out, plot):
+    """The command line of a plot_*.py script: one JSON file that `wrote_by` wrote, drawn by
+    courseplots.figures' function named `plot` into --out (PNG and SVG); a file that is not
+    what it should be exits with the reason, not a traceback."""
+    import argparse  # noqa: PLC0415
+
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("json", help=f"the file {wrote_by} wrote")
+    p.add_argument("--out", default=default_out, help="output path without extension")
+    args = p.parse_args()
+    figures, InputError = courseplots(script)
+    try:
+        data = figures.load_json(args.json, what)
+        paths = getattr(figures, plot)(data, os.path.dirname(args.out) or ".",
+                                       os.path.basename(args.out))
+    except InputError as e:
+        sys.exit(f"{script}: {e}")
+    for path in paths:
+        print(f"wrote {path}")

@@ -7,7 +7,6 @@ figure is drawn with.
     python python/plot_layer.py layer.json --out layer     # layer.png, layer.svg
 """
 
-import argparse
 import os
 import sys
 
@@ -17,19 +16,8 @@ import needs  # noqa: E402
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("json", help="the file bench_layer.py wrote")
-    p.add_argument("--out", default="layer", help="output path without extension")
-    args = p.parse_args()
-    figures, InputError = needs.courseplots("plot_layer.py")
-    try:
-        layer = figures.load_json(args.json, "layer results")
-        paths = figures.plot_layer_speedups(layer, os.path.dirname(args.out) or ".",
-                                            os.path.basename(args.out))
-    except InputError as e:
-        sys.exit(f"plot_layer.py: {e}")
-    for path in paths:
-        print(f"wrote {path}")
+    needs.plot_json(__doc__, "plot_layer.py", "bench_layer.py", "layer results",
+                    "layer", "plot_layer_speedups")
 
 
 if __name__ == "__main__":

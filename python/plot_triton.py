@@ -7,7 +7,6 @@ plotting tool's (tools/plots/courseplots/figures.py: plot_triton_bandwidth).
     python python/plot_triton.py triton.json --out triton     # triton.png, triton.svg
 """
 
-import argparse
 import os
 import sys
 
@@ -17,19 +16,8 @@ import needs  # noqa: E402
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("json", help="the file bench_triton.py wrote")
-    p.add_argument("--out", default="triton", help="output path without extension")
-    args = p.parse_args()
-    figures, InputError = needs.courseplots("plot_triton.py")
-    try:
-        bench = figures.load_json(args.json, "Triton results")
-        paths = figures.plot_triton_bandwidth(bench, os.path.dirname(args.out) or ".",
-                                              os.path.basename(args.out))
-    except InputError as e:
-        sys.exit(f"plot_triton.py: {e}")
-    for path in paths:
-        print(f"wrote {path}")
+    needs.plot_json(__doc__, "plot_triton.py", "bench_triton.py", "Triton results",
+                    "triton", "plot_triton_bandwidth")
 
 
 if __name__ == "__main__":
