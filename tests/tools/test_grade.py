@@ -82,6 +82,36 @@ class DependencyTest(unittest.TestCase):
                 self.assertIn("solutions are not yours", bad[0])
 
 
+class ForbiddenCallTest(unittest.TestCase):
+    """A stream that does not wait for the default stream would take a kernel's work out of the
+    benchmark's events (they are recorded on the default stream): the object check names it; a
+    plain cudaStreamCreate, which waits, passes."""
+
+    def test_a_non_blocking_stream_is_named(self):
+        import shutil as sh
+        from course import objcheck
+        cxx = sh.which("c++") or sh.which("g++")
+        include = next((d for d in ("/usr/local/cuda/include", "/usr/local/cuda/targets/"
+                                    "x86_64-linux/include") if os.path.isdir(d)), "")
+        if not cxx or not include or not sh.which("nm"):
+            self.skipTest("needs a C++ compiler, nm and the CUDA headers")
+        base = objcheck.Baseline(set(), set(), frozenset(), frozenset())
+        with tempfile.TemporaryDirectory() as t:
+            for call, flagged in (("cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)", True),
+                                  ("cudaStreamCreate(&s)", False)):
+                src, obj = os.path.join(t, "k.cpp"), os.path.join(t, "k.o")
+                with open(src, "w") as f:
+                    f.write("#include <cuda_runtime_api.h>\n"
+                            f"cudaStream_t make() {{ cudaStream_t s; {call}; return s; }}\n")
+                subprocess.run([cxx, "-c", "-I", include, src, "-o", obj], check=True)
+                problems = objcheck.symbol_problems(obj, base)
+                with self.subTest(call=call):
+                    named = [p for p in problems if "cudaStreamCreateWithFlags" in p]
+                    self.assertEqual(bool(named), flagged, problems)
+                    if flagged:
+                        self.assertIn("outside the benchmark's timed events", named[0])
+
+
 class BaselineCacheTest(unittest.TestCase):
     """The day's object-check baseline is read from the programs once per version, then from the
     file beside the reference program: a new process (every `course check`) reads the file."""

@@ -196,6 +196,9 @@ FORBIDDEN_CALLS: List[Tuple[str, str]] = [
     (r"(cublas\w*|cublasLt\w*|cudnn\w*|cufft\w*|curand\w*|cusolver\w*|cusparse\w*|nccl\w*|"
      r"cutlass\w*|_ZN3cub\w*DeviceRadixSort\w*|_ZN3cub\w*DeviceScan\w*)",
      "calls a vendor library: the exercise is to write the kernel yourself"),
+    (r"(cudaStreamCreateWithFlags|cudaStreamCreateWithPriority|cuStreamCreate\w*)",
+     "creates a stream that need not wait for the default stream: work queued on it runs "
+     "outside the benchmark's timed events (cudaStreamCreate makes one that does wait)"),
     (r"(cudaIpc\w*|cuIpc\w*|cuMemExport\w*|cuMemImport\w*|cudaProfilerStart|cudaProfilerStop|"
      r"cuProfiler\w*|cudaDeviceSetLimit|cudaSetDevice|cudaDeviceReset)",
      "changes the GPU's state for other programs (IPC, profiler, limits, device reset)"),
