@@ -239,12 +239,12 @@ COURSE_PY_API int course_gemm_bf16(DLManagedTensor* a, DLManagedTensor* b, DLMan
   });
 }
 
-// Day 12 prefill attention (mma.sync kernel) over a packed batch: q [T, H, D], k, v [T, Hkv, D],
-// o [T, H, D], lse float32 [H, T], cu_seqlens int32 [B + 1] (the same for queries and keys).
-COURSE_PY_API int course_prefill_attention(DLManagedTensor* q, DLManagedTensor* k,
-                                           DLManagedTensor* v, DLManagedTensor* o,
-                                           DLManagedTensor* lse, DLManagedTensor* cu_seqlens,
-                                           int max_seqlen, int causal, float scale, void* stream) {
+// Day 12 prefill attention over a packed batch: q [T, H, D], k, v [T, Hkv, D], o [T, H, D], lse
+// float32 [H, T], cu_seqlens int32 [B + 1] (the same for queries and keys); `launch` is the
+// kernel: Exercise 2's mma.sync one or Exercise 6's Hopper one (TMA + wgmma, head dim 128, sm_90a).
+static int prefill(DLManagedTensor* q, DLManagedTensor* k, DLManagedTensor* v, DLManagedTensor* o,
+                   DLManagedTensor* lse, DLManagedTensor* cu_seqlens, int max_seqlen, int causal,
+                   float scale, void* stream, void (*launch)(const d12::PrefillArgs<bfloat16>&)) {
   return guarded([&] {
     const View vq = view(q, "q", 'b', 3), vk = view(k, "k", 'b', 3), vv = view(v, "v", 'b', 3),
                vo = view(o, "out", 'b', 3), vl = view(lse, "lse", 'f', 2),
@@ -269,8 +269,33 @@ COURSE_PY_API int course_prefill_attention(DLManagedTensor* q, DLManagedTensor* 
     args.head_dim = static_cast<int>(vq.dim(2));
     args.scale = scale;
     args.causal = causal != 0;
-    on_stream(static_cast<cudaStream_t>(stream), [&] { d12::prefill_1_mma(args); });
+    on_stream(static_cast<cudaStream_t>(stream), [&] { launch(args); });
   });
+}
+
+COURSE_PY_API int course_prefill_attention(DLManagedTensor* q, DLManagedTensor* k,
+                                           DLManagedTensor* v, DLManagedTensor* o,
+                                           DLManagedTensor* lse, DLManagedTensor* cu_seqlens,
+                                           int max_seqlen, int causal, float scale, void* stream) {
+  return prefill(q, k, v, o, lse, cu_seqlens, max_seqlen, causal, scale, stream,
+                 d12::prefill_1_mma);
+}
+
+// The same with the Hopper kernel. A wait on an mbarrier that gives up is recorded on the GPU,
+// not reported here (that needs a synchronisation): course_check_mbarrier_timeouts reports it.
+COURSE_PY_API int course_prefill_attention_hopper(DLManagedTensor* q, DLManagedTensor* k,
+                                                  DLManagedTensor* v, DLManagedTensor* o,
+                                                  DLManagedTensor* lse, DLManagedTensor* cu_seqlens,
+                                                  int max_seqlen, int causal, float scale,
+                                                  void* stream) {
+  return prefill(q, k, v, o, lse, cu_seqlens, max_seqlen, causal, scale, stream,
+                 d12::prefill_2_wgmma);
+}
+
+// Waits for the GPU; fails, saying so, if a Hopper kernel's wait on an mbarrier gave up since the
+// last call (a transaction count that never arrived: the kernel's output is not to be trusted).
+COURSE_PY_API int course_check_mbarrier_timeouts() {
+  return guarded([&] { d12::check_mbarrier_timeouts(); });
 }
 
 // Day 14 Exercise 1: qkv [T, (H + 2 Hkv) D] -> q [T, H, D], k, v [T, Hkv, D]; positions int32 [T].

@@ -191,10 +191,12 @@ void gemm_bf16(TensorView a, TensorView b, TensorView out) {
   });
 }
 
-// Day 12 prefill attention (mma.sync kernel) over a packed batch: q [T, H, D], k, v [T, Hkv, D],
-// out [T, H, D], lse float32 [H, T], cu_seqlens int32 [B + 1] (the same for queries and keys).
-void prefill_attention(TensorView q, TensorView k, TensorView v, TensorView out, TensorView lse,
-                       TensorView cu_seqlens, int64_t max_seqlen, bool causal, double scale) {
+// Day 12 prefill attention over a packed batch: q [T, H, D], k, v [T, Hkv, D], out [T, H, D], lse
+// float32 [H, T], cu_seqlens int32 [B + 1] (the same for queries and keys), by `launch`: Exercise
+// 2's mma.sync kernel or Exercise 6's Hopper one (TMA + wgmma, head dim 128, sm_90a).
+void prefill(const char* who, void (*launch)(const d12::PrefillArgs<bfloat16>&), TensorView q,
+             TensorView k, TensorView v, TensorView out, TensorView lse, TensorView cu_seqlens,
+             int64_t max_seqlen, bool causal, double scale) {
   check_tensor(q, "q", kBFloat16, 3);
   check_tensor(k, "k", kBFloat16, 3);
   check_tensor(v, "v", kBFloat16, 3);
@@ -224,8 +226,27 @@ void prefill_attention(TensorView q, TensorView k, TensorView v, TensorView out,
   args.head_dim = static_cast<int>(q.size(2));
   args.scale = static_cast<float>(scale);
   args.causal = causal;
-  translated("prefill_attention",
-             [&] { course_py::on_stream(stream_of(device), [&] { d12::prefill_1_mma(args); }); });
+  translated(who, [&] { course_py::on_stream(stream_of(device), [&] { launch(args); }); });
+}
+
+void prefill_attention(TensorView q, TensorView k, TensorView v, TensorView out, TensorView lse,
+                       TensorView cu_seqlens, int64_t max_seqlen, bool causal, double scale) {
+  prefill("prefill_attention", d12::prefill_1_mma, q, k, v, out, lse, cu_seqlens, max_seqlen,
+          causal, scale);
+}
+
+// The same with the Hopper kernel; a wait on an mbarrier that gave up is reported by
+// check_mbarrier_timeouts (it synchronises), not here.
+void prefill_attention_hopper(TensorView q, TensorView k, TensorView v, TensorView out,
+                              TensorView lse, TensorView cu_seqlens, int64_t max_seqlen,
+                              bool causal, double scale) {
+  prefill("prefill_attention_hopper", d12::prefill_2_wgmma, q, k, v, out, lse, cu_seqlens,
+          max_seqlen, causal, scale);
+}
+
+// Waits for the GPU; raises if a Hopper kernel's wait on an mbarrier gave up since the last call.
+void check_mbarrier_timeouts() {
+  translated("check_mbarrier_timeouts", [] { d12::check_mbarrier_timeouts(); });
 }
 
 // Day 14 Exercise 1: qkv [T, (H + 2 Hkv) D] -> q [T, H, D], k, v [T, Hkv, D]; positions int32 [T].
@@ -341,6 +362,8 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(add_bias_gelu, add_bias_gelu);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(softmax, softmax);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16, gemm_bf16);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(prefill_attention, prefill_attention);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(prefill_attention_hopper, prefill_attention_hopper);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(check_mbarrier_timeouts, check_mbarrier_timeouts);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(rope_qkv, rope_qkv);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(silu_and_mul, silu_and_mul);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(layer_workspace_bytes, layer_workspace_bytes);

@@ -13,8 +13,10 @@ the course's kernels (Jinja2 templates, nvcc, TVM-FFI) is cuda_course.jit.
 from ._lib import binding, library_path, tvm_ffi_library_path
 from .ops import (
     LAYER_WEIGHTS,
+    PREFILL_KERNELS,
     STAGES,
     add_bias_gelu,
+    check_mbarrier_timeouts,
     current_stream,
     decoder_layer,
     fused_add_rmsnorm,
@@ -29,7 +31,8 @@ from .ops import (
 )
 
 __all__ = [
-    "LAYER_WEIGHTS", "STAGES", "add_bias_gelu", "binding", "current_stream", "decoder_layer",
+    "LAYER_WEIGHTS", "PREFILL_KERNELS", "STAGES", "add_bias_gelu", "binding",
+    "check_mbarrier_timeouts", "current_stream", "decoder_layer",
     "fused_add_rmsnorm", "gemm", "layer_workspace_bytes", "library_path", "prefill_attention",
     "rmsnorm", "rope_inv_freq", "rope_qkv", "silu_and_mul", "softmax", "tvm_ffi_library_path",
 ]

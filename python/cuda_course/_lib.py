@@ -41,6 +41,11 @@ _SIGNATURES = {
         ctypes.c_int,
         [_P, _P, _P, _P, _P, _P, ctypes.c_int, ctypes.c_int, ctypes.c_float, _P],
     ),
+    "course_prefill_attention_hopper": (
+        ctypes.c_int,
+        [_P, _P, _P, _P, _P, _P, ctypes.c_int, ctypes.c_int, ctypes.c_float, _P],
+    ),
+    "course_check_mbarrier_timeouts": (ctypes.c_int, []),
     "course_rope_qkv": (ctypes.c_int, [_P, _P, _P, _P, _P, ctypes.c_float, _P]),
     "course_silu_and_mul": (ctypes.c_int, [_P, _P, _P]),
     "course_layer_workspace_bytes": (ctypes.c_int64, [ctypes.c_int] * 7),

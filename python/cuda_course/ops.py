@@ -189,10 +189,19 @@ def gemm(a, b, out=None, stream=None):
     return out
 
 
-def prefill_attention(q, k, v, cu_seqlens, max_seqlen, causal=True, scale=None, stream=None):
+PREFILL_KERNELS = ("mma", "hopper")
+
+
+def prefill_attention(q, k, v, cu_seqlens, max_seqlen, causal=True, scale=None, stream=None,
+                      kernel="mma"):
     """Day 12's FlashAttention-2-style prefill over a packed batch. q [T, H, D], k, v [T, Hkv, D]
     bfloat16, cu_seqlens int32 [B + 1] (the same for queries and keys). Returns (o [T, H, D],
-    lse float32 [H, T])."""
+    lse float32 [H, T]). kernel: "mma" (Exercise 2, mma.sync, head dim 64 or 128, any GPU from
+    sm_80) or "hopper" (Exercise 6, TMA + wgmma, head dim 128, compute capability 9.0 only; a
+    wait on an mbarrier that gave up is reported by check_mbarrier_timeouts(), which
+    synchronises)."""
+    if kernel not in PREFILL_KERNELS:
+        raise ValueError(f"kernel: one of {', '.join(PREFILL_KERNELS)}, got {kernel!r}")
     s = _stream(stream)
     _view(q, "q", s)
     torch = _torch()
@@ -204,20 +213,32 @@ def prefill_attention(q, k, v, cu_seqlens, max_seqlen, causal=True, scale=None, 
     kv_heads = _dlpack.check(a["k"], _BF16, 3, (total, None, dim)).shape[1]
     _dlpack.check(a["v"], _BF16, 3, (total, kv_heads, dim))
     _dlpack.check(a["cu_seqlens"], "int32", 1)
-    if dim not in (64, 128):
-        raise ValueError(f"q: head_dim must be 64 or 128, got {dim}")
+    if dim not in ((64, 128) if kernel == "mma" else (128,)):
+        raise ValueError(f"q: head_dim must be {'64 or 128' if kernel == 'mma' else '128'} for "
+                         f"the {kernel} kernel, got {dim}")
     if heads % kv_heads:
         raise ValueError(f"k: num_heads {heads} must be a multiple of num_kv_heads {kv_heads}")
     if scale is None:
         scale = 1.0 / math.sqrt(dim)
+    suffix = "" if kernel == "mma" else "_hopper"
     if _tvm():
-        tvm_call("prefill_attention", s, q, k, v, o, lse, cu_seqlens, int(max_seqlen),
+        tvm_call("prefill_attention" + suffix, s, q, k, v, o, lse, cu_seqlens, int(max_seqlen),
                  bool(causal), float(scale))
     else:
-        call("course_prefill_attention", a["q"].pointer, a["k"].pointer, a["v"].pointer,
-             a["out"].pointer, a["lse"].pointer, a["cu_seqlens"].pointer, int(max_seqlen),
-             int(bool(causal)), float(scale), s)
+        call("course_prefill_attention" + suffix, a["q"].pointer, a["k"].pointer,
+             a["v"].pointer, a["out"].pointer, a["lse"].pointer, a["cu_seqlens"].pointer,
+             int(max_seqlen), int(bool(causal)), float(scale), s)
     return o, lse
+
+
+def check_mbarrier_timeouts():
+    """Waits for the GPU; raises RuntimeError if a Hopper kernel (prefill_attention(...,
+    kernel="hopper")) gave up a wait on an mbarrier since the last call: its output is then not
+    to be trusted."""
+    if _tvm():
+        tvm_call("check_mbarrier_timeouts", None)
+    else:
+        call("course_check_mbarrier_timeouts")
 
 
 def rope_inv_freq(head_dim, theta):

@@ -44,6 +44,8 @@ BOTH_SKIP = _both_missing()
 FUNCTIONS = {"course_rmsnorm": "rmsnorm", "course_fused_add_rmsnorm": "fused_add_rmsnorm",
              "course_add_bias_gelu": "add_bias_gelu", "course_softmax": "softmax",
              "course_gemm_bf16": "gemm_bf16", "course_prefill_attention": "prefill_attention",
+             "course_prefill_attention_hopper": "prefill_attention_hopper",
+             "course_check_mbarrier_timeouts": "check_mbarrier_timeouts",
              "course_rope_qkv": "rope_qkv", "course_silu_and_mul": "silu_and_mul",
              "course_layer_workspace_bytes": "layer_workspace_bytes",
              "course_decoder_layer": "decoder_layer", "course_abi_version": "abi_version"}
@@ -149,6 +151,8 @@ class BothLibraries(unittest.TestCase):
             m.silu_and_mul(f32, f32)
         with self.assertRaisesRegex(TypeError, r"^q: expected dtype bfloat16"):
             m.prefill_attention(f32, f32, f32, f32, f32, f32, 4, True, 0.1)
+        with self.assertRaisesRegex(TypeError, r"^q: expected dtype bfloat16"):
+            m.prefill_attention_hopper(f32, f32, f32, f32, f32, f32, 4, True, 0.1)
         with self.assertRaisesRegex(TypeError, r"^qkv: expected dtype bfloat16"):
             m.rope_qkv(f32, f32, f32, f32, f32, 1e4)
         with self.assertRaisesRegex(TypeError, r"^x: expected dtype bfloat16"):

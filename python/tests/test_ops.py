@@ -144,6 +144,35 @@ class Kernels(unittest.TestCase):
             assert_close(self, o, want_o, RTOL, ATOL, f"attention o, dim {dim}")
             assert_close(self, lse, want_lse, 2e-5, 2e-4, f"attention lse, dim {dim}")
 
+    def test_prefill_attention_hopper_matches_pytorch(self):
+        """Exercise 6's kernel (TMA + wgmma), reached from Python: head dim 128, sm_90a only."""
+        if torch.cuda.get_device_capability(self.dev) != (9, 0):
+            self.skipTest("the Hopper kernel needs compute capability 9.0")
+        lengths, heads, kv_heads, dim = [33, 1, 200, 129], 4, 2, 128
+        total = sum(lengths)
+        q = self.rand(total, heads, dim, lo=-3, hi=3)
+        k, v = self.rand(total, kv_heads, dim), self.rand(total, kv_heads, dim)
+        cu = [0]
+        for n in lengths:
+            cu.append(cu[-1] + n)
+        cu_t = torch.tensor(cu, dtype=torch.int32, device=self.dev)
+        for causal in (True, False):
+            o, lse = cuda_course.prefill_attention(q, k, v, cu_t, max(lengths), causal=causal,
+                                                   kernel="hopper")
+            cuda_course.check_mbarrier_timeouts()
+            want_o, want_lse = attention_ref(q.double(), k.double(), v.double(), cu, causal,
+                                             1 / math.sqrt(dim))
+            assert_close(self, o, want_o, RTOL, ATOL, f"hopper attention o, causal {causal}")
+            assert_close(self, lse, want_lse, 2e-5, 2e-4, f"hopper attention lse, causal {causal}")
+
+    def test_prefill_attention_refuses_a_kernel_it_does_not_have(self):
+        q = self.rand(4, 2, 64)
+        cu_t = torch.tensor([0, 4], dtype=torch.int32, device=self.dev)
+        with self.assertRaisesRegex(ValueError, r"^kernel: one of mma, hopper, got 'wgmma'"):
+            cuda_course.prefill_attention(q, q, q, cu_t, 4, kernel="wgmma")
+        with self.assertRaisesRegex(ValueError, r"^q: head_dim must be 128 for the hopper"):
+            cuda_course.prefill_attention(q, q, q, cu_t, 4, kernel="hopper")
+
     def test_rope_qkv_matches_pytorch(self):
         for tokens, heads, kv_heads, dim in [(1, 1, 1, 64), (37, 4, 2, 128), (300, 8, 8, 64)]:
             qkv = self.rand(tokens, (heads + 2 * kv_heads) * dim, lo=-2, hi=2)
