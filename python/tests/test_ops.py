@@ -128,27 +128,9 @@ class Kernels(unittest.TestCase):
             # K products of bfloat16 values summed in float32: the output rounding dominates.
             assert_close(self, got, want, RTOL, ATOL * math.sqrt(k / 8), f"gemm {m}x{n}x{k}")
 
-    def test_prefill_attention_matches_pytorch(self):
-        lengths, heads, kv_heads = [33, 1, 200], 4, 2
-        for dim in (64, 128):
-            total = sum(lengths)
-            q = self.rand(total, heads, dim, lo=-3, hi=3)
-            k, v = self.rand(total, kv_heads, dim), self.rand(total, kv_heads, dim)
-            cu = [0]
-            for n in lengths:
-                cu.append(cu[-1] + n)
-            cu_t = torch.tensor(cu, dtype=torch.int32, device=self.dev)
-            o, lse = cuda_course.prefill_attention(q, k, v, cu_t, max(lengths), causal=True)
-            want_o, want_lse = attention_ref(q.double(), k.double(), v.double(), cu, True,
-                                             1 / math.sqrt(dim))
-            assert_close(self, o, want_o, RTOL, ATOL, f"attention o, dim {dim}")
-            assert_close(self, lse, want_lse, 2e-5, 2e-4, f"attention lse, dim {dim}")
-
-    def test_prefill_attention_hopper_matches_pytorch(self):
-        """Exercise 6's kernel (TMA + wgmma), reached from Python: head dim 128, sm_90a only."""
-        if torch.cuda.get_device_capability(self.dev) != (9, 0):
-            self.skipTest("the Hopper kernel needs compute capability 9.0")
-        lengths, heads, kv_heads, dim = [33, 1, 200, 129], 4, 2, 128
+    def check_prefill(self, lengths, heads, kv_heads, dim, causal, kernel):
+        """One packed batch of `lengths` through prefill_attention(kernel=...) against the
+        float64 reference."""
         total = sum(lengths)
         q = self.rand(total, heads, dim, lo=-3, hi=3)
         k, v = self.rand(total, kv_heads, dim), self.rand(total, kv_heads, dim)
@@ -156,14 +138,26 @@ class Kernels(unittest.TestCase):
         for n in lengths:
             cu.append(cu[-1] + n)
         cu_t = torch.tensor(cu, dtype=torch.int32, device=self.dev)
-        for causal in (True, False):
-            o, lse = cuda_course.prefill_attention(q, k, v, cu_t, max(lengths), causal=causal,
-                                                   kernel="hopper")
+        o, lse = cuda_course.prefill_attention(q, k, v, cu_t, max(lengths), causal=causal,
+                                               kernel=kernel)
+        if kernel == "hopper":
             cuda_course.check_mbarrier_timeouts()
-            want_o, want_lse = attention_ref(q.double(), k.double(), v.double(), cu, causal,
-                                             1 / math.sqrt(dim))
-            assert_close(self, o, want_o, RTOL, ATOL, f"hopper attention o, causal {causal}")
-            assert_close(self, lse, want_lse, 2e-5, 2e-4, f"hopper attention lse, causal {causal}")
+        want_o, want_lse = attention_ref(q.double(), k.double(), v.double(), cu, causal,
+                                         1 / math.sqrt(dim))
+        what = f"{kernel} attention, dim {dim}, causal {causal}"
+        assert_close(self, o, want_o, RTOL, ATOL, f"o of the {what}")
+        assert_close(self, lse, want_lse, 2e-5, 2e-4, f"lse of the {what}")
+
+    def test_prefill_attention_matches_pytorch(self):
+        for dim in (64, 128):
+            self.check_prefill([33, 1, 200], 4, 2, dim, True, "mma")
+
+    def test_prefill_attention_hopper_matches_pytorch(self):
+        """Exercise 6's kernel (TMA + wgmma), reached from Python: head dim 128, sm_90a only."""
+        if torch.cuda.get_device_capability(self.dev) != (9, 0):
+            self.skipTest("the Hopper kernel needs compute capability 9.0")
+        for causal in (True, False):
+            self.check_prefill([33, 1, 200, 129], 4, 2, 128, causal, "hopper")
 
     def test_prefill_attention_refuses_a_kernel_it_does_not_have(self):
         q = self.rand(4, 2, 64)
