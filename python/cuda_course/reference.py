@@ -56,17 +56,18 @@ def rmsnorm(x, weight, eps):
     return x * inv * np.asarray(weight, np.float64)[None, :]
 
 
-def compare(got, ref, dtype, what="output"):
+def compare(got, ref, dtype, what="output", tolerance=None):
     """None when `got` (float64 values of a `dtype` output) matches the float64 reference `ref`
-    within the dtype's tolerance; else what is wrong, in words, then the numbers. As
-    course/compare.h: NaN never passes where the reference is finite (nor a finite value where
-    it is NaN), every element must be within its bound and the whole within the norm bound."""
+    within the dtype's tolerance (or `tolerance`, a (norm, elem) pair of its own, such as a
+    log-sum-exp's); else what is wrong, in words, then the numbers. As course/compare.h: NaN
+    never passes where the reference is finite (nor a finite value where it is NaN), every
+    element must be within its bound and the whole within the norm bound."""
     got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
     if got.shape != ref.shape:
         return f"{what}: shape {got.shape}, expected {ref.shape}"
     if got.size == 0:
         return None
-    norm_tol, elem_tol = TOLERANCES[dtype]
+    norm_tol, elem_tol = tolerance or TOLERANCES[dtype]
     finite_ref = np.isfinite(ref)
     rms = math.sqrt(float((ref[finite_ref] ** 2).mean())) if finite_ref.any() else 0.0
     nan_ref = np.isnan(ref)

@@ -4,10 +4,12 @@ pass: tools/unittest_run.py reports the run as skipped)."""
 import os
 import shutil
 import sys
+import tempfile
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from cuda_course.jit import JitSpec  # noqa: E402
+from cuda_course.jit import JitCache, JitSpec  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -64,3 +66,19 @@ def gpu_missing():
     if not torch.cuda.is_available():
         return "no CUDA GPU (torch.cuda.is_available() is False)"
     return missing_for_build(nvcc=True)
+
+
+class FreshCacheTest(unittest.TestCase):
+    """A test class whose modules go into a cache folder of its own, made before its first test
+    (`cls.cache`) and removed after its last."""
+
+    CACHE_PREFIX = "cuda_course_jit_"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix=cls.CACHE_PREFIX)
+        cls.cache = JitCache(cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()

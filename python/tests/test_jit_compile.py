@@ -9,11 +9,10 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import unittest
 
-from jit_support import missing_for_build
+from jit_support import FreshCacheTest, missing_for_build
 
 from cuda_course import jit
 
@@ -37,11 +36,12 @@ BUILDS = [
 
 
 @unittest.skipIf(SKIP, SKIP or "")
-class NvccBuilds(unittest.TestCase):
+class NvccBuilds(FreshCacheTest):
+    CACHE_PREFIX = "cuda_course_jit_nvcc_"
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="cuda_course_jit_nvcc_")
-        cls.cache = jit.JitCache(cls.tmp.name)
+        super().setUpClass()
         cls.modules = {}
         cls.seconds = {}
         for make, arch in BUILDS:
@@ -49,10 +49,6 @@ class NvccBuilds(unittest.TestCase):
             start = time.perf_counter()
             cls.modules[(spec.name, arch)] = cls.cache.load(spec, arch)
             cls.seconds[(spec.name, arch)] = time.perf_counter() - start
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
 
     def module(self, spec, arch):
         return self.modules[(spec.name, arch)]

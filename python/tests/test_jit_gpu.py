@@ -6,12 +6,11 @@ honoured, a second call compiles nothing, an unaligned tensor gets (and passes w
 packages. The modules are compiled into a fresh cache folder (the first run takes a minute)."""
 
 import math
-import tempfile
 import unittest
 
-from jit_support import gpu_missing
+from jit_support import FreshCacheTest, gpu_missing
 
-from cuda_course import jit
+from cuda_course import jit, reference
 
 try:
     import torch
@@ -20,24 +19,16 @@ except ImportError:  # pragma: no cover
 
 SKIP = gpu_missing()
 
-# (norm, elem) per output dtype, as common/course/dtype.h.
-TOLERANCE = {"float32": (1e-5, 1e-4), "float16": (1e-3, 2e-3), "bfloat16": (8e-3, 1.6e-2)}
 LSE_TOLERANCE = (1e-5, 1e-5)  # Day 11's kLseTolerance
 
 
-def assert_close(test, got, ref, tolerance, what):
-    got, ref = got.double().flatten(), ref.double().flatten()
-    test.assertFalse(torch.isnan(got).any().item(), f"{what}: NaN in the result")
-    norm, elem = tolerance
-    diff = (got - ref).abs()
-    rel = (diff.norm() / ref.norm().clamp_min(1e-300)).item()
-    rms = ref.pow(2).mean().sqrt()
-    bad = diff > elem * (ref.abs() + rms)
-    test.assertLessEqual(rel, norm, f"{what}: relative L2 error {rel:.3g} > {norm}")
-    if bad.any():
-        i = int(bad.nonzero()[0].item())
-        test.fail(f"{what}: {int(bad.sum())} elements out of tolerance, the first at {i}: got "
-                  f"{got[i].item()}, want {ref[i].item()}")
+def assert_close(test, got, ref, dtype, what, tolerance=None):
+    """The course's comparison (cuda_course.reference.compare, course/compare.h's rules) of a
+    `dtype` output with its float64 reference, on the host."""
+    problem = reference.compare(got.double().flatten().cpu().numpy(),
+                                ref.double().flatten().cpu().numpy(), dtype, what, tolerance)
+    if problem:
+        test.fail(problem)
 
 
 DT = {"float32": None, "float16": None, "bfloat16": None}
@@ -46,15 +37,8 @@ if torch is not None:
 
 
 @unittest.skipIf(SKIP, SKIP or "")
-class GpuRmsNorm(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="cuda_course_jit_gpu_")
-        cls.cache = jit.JitCache(cls.tmp.name)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+class GpuRmsNorm(FreshCacheTest):
+    CACHE_PREFIX = "cuda_course_jit_gpu_"
 
     def inputs(self, dtype, rows, hidden, offset=0):
         g = torch.Generator(device="cuda").manual_seed(rows * 7 + hidden)
@@ -75,13 +59,13 @@ class GpuRmsNorm(unittest.TestCase):
                     y = jit.rmsnorm(x, w, 1e-5, cache=self.cache)
                     self.assertEqual((y.dtype, y.shape), (x.dtype, x.shape))
                     assert_close(self, y, self.ref(x.double(), w.double(), 1e-5),
-                                 TOLERANCE[dtype], f"rmsnorm {dtype} {rows}x{hidden}")
+                                 dtype, f"rmsnorm {dtype} {rows}x{hidden}")
 
     def test_an_unaligned_tensor_gets_the_one_element_variant(self):
         x, w = self.inputs("bfloat16", 7, 4096, offset=1)  # 2 bytes past a 16-byte boundary
         before = self.cache.stats["compiles"]
         y = jit.rmsnorm(x, w, cache=self.cache)
-        assert_close(self, y, self.ref(x.double(), w.double(), 1e-5), TOLERANCE["bfloat16"],
+        assert_close(self, y, self.ref(x.double(), w.double(), 1e-5), "bfloat16",
                      "rmsnorm, unaligned x")
         names = [p.name for p in self.cache.root.iterdir() if p.is_dir()]
         self.assertTrue(any(n.startswith("rmsnorm_bf16_h4096_v1_") for n in names), names)
@@ -96,14 +80,14 @@ class GpuRmsNorm(unittest.TestCase):
             want = self.ref(s64, w.double(), 1e-6)
             want_r = (x.float() + r.float()).to(DT[dtype])  # the kernel's float32 sum, rounded
             y = jit.fused_add_rmsnorm(x, r, w, 1e-6, cache=self.cache)
-            assert_close(self, y, want, TOLERANCE[dtype], f"fused_add_rmsnorm {dtype}")
+            assert_close(self, y, want, dtype, f"fused_add_rmsnorm {dtype}")
             self.assertTrue(torch.equal(r, want_r), "residual = x + residual, rounded once")
             r2 = (r.double() - x.double()).to(DT[dtype])  # a fresh residual
             x2 = x.clone()
             want = self.ref(x2.double() + r2.double(), w.double(), 1e-6)
             out = jit.fused_add_rmsnorm(x2, r2, w, 1e-6, out=x2, cache=self.cache)
             self.assertEqual(out.data_ptr(), x2.data_ptr())
-            assert_close(self, x2, want, TOLERANCE[dtype], f"fused_add_rmsnorm {dtype}, out=x")
+            assert_close(self, x2, want, dtype, f"fused_add_rmsnorm {dtype}, out=x")
 
     def test_a_second_call_compiles_nothing(self):
         x, w = self.inputs("bfloat16", 4, 3072)
@@ -129,7 +113,7 @@ class GpuRmsNorm(unittest.TestCase):
             x2.copy_(src)  # ... then writes the input: a kernel on another stream would read junk
             y = jit.rmsnorm(x2, w, cache=self.cache)
         torch.cuda.current_stream().wait_stream(side)
-        assert_close(self, y, self.ref(src.double(), w.double(), 1e-5), TOLERANCE["bfloat16"],
+        assert_close(self, y, self.ref(src.double(), w.double(), 1e-5), "bfloat16",
                      "rmsnorm on a side stream")
 
 
@@ -173,15 +157,8 @@ def decode_ref(q, k, v, indptr, indices, last, scale):
 
 
 @unittest.skipIf(SKIP, SKIP or "")
-class GpuDecodeAttention(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="cuda_course_jit_gpu_")
-        cls.cache = jit.JitCache(cls.tmp.name)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+class GpuDecodeAttention(FreshCacheTest):
+    CACHE_PREFIX = "cuda_course_jit_gpu_"
 
     def check(self, dtype, dim, group, lengths, page_size=16, kv_heads=2, splits=1, seed=0):
         k, v, indptr, indices, last = paged_cache(lengths, page_size, kv_heads, dim, dtype, seed)
@@ -193,8 +170,8 @@ class GpuDecodeAttention(unittest.TestCase):
                                       cache=self.cache)
         want_o, want_lse = decode_ref(q, k, v, indptr, indices, last, scale)
         what = f"decode {dtype} d{dim} g{group} splits {splits} lengths {lengths}"
-        assert_close(self, o, want_o, TOLERANCE[dtype], what + " (o)")
-        assert_close(self, lse, want_lse, LSE_TOLERANCE, what + " (lse)")
+        assert_close(self, o, want_o, dtype, what + " (o)")
+        assert_close(self, lse, want_lse, "float32", what + " (lse)", LSE_TOLERANCE)
 
     def test_every_dtype_head_dim_and_group_size(self):
         for dtype in ("bfloat16", "float16"):
