@@ -10,7 +10,7 @@ import unittest
 
 from jit_support import FreshCacheTest, gpu_missing
 
-from cuda_course import jit, reference
+from cuda_course import jit
 
 try:
     import torch
@@ -24,7 +24,9 @@ LSE_TOLERANCE = (1e-5, 1e-5)  # Day 11's kLseTolerance
 
 def assert_close(test, got, ref, dtype, what, tolerance=None):
     """The course's comparison (cuda_course.reference.compare, course/compare.h's rules) of a
-    `dtype` output with its float64 reference, on the host."""
+    `dtype` output with its float64 reference, on the host (numpy: there with PyTorch)."""
+    from cuda_course import reference  # noqa: PLC0415
+
     problem = reference.compare(got.double().flatten().cpu().numpy(),
                                 ref.double().flatten().cpu().numpy(), dtype, what, tolerance)
     if problem:
