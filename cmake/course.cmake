@@ -406,3 +406,21 @@ ${labs}
     message(FATAL_ERROR "course: writing CTestCustom.cmake failed: ${course_custom_err}")
   endif()
 endfunction()
+
+# The Python tests of a folder (standard library unittest): one ctest test per file
+# <folder>/test_*.py, named <prefix>.test_x, run by tools/unittest_run.py in that folder: a file
+# whose cases all passed passes; one with a skipped case (a missing program, no GPU, no PyTorch)
+# is reported skipped with the reasons, never passed; a failure fails. One test per file, so
+# that the files run side by side. `env` is the tests' ENVIRONMENT (a list).
+function(course_add_python_tests prefix folder labels timeout env)
+  file(GLOB sources CONFIGURE_DEPENDS ${folder}/test_*.py)
+  foreach(source ${sources})
+    get_filename_component(module ${source} NAME_WE)
+    add_test(NAME ${prefix}.${module}
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/unittest_run.py ${folder}
+                     ${module}.py
+             WORKING_DIRECTORY ${folder})
+    set_tests_properties(${prefix}.${module} PROPERTIES
+      LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+  endforeach()
+endfunction()
