@@ -402,13 +402,7 @@ def render(verdicts: List[dict]) -> str:
 def cmd_score(args: argparse.Namespace) -> int:
     with open(args.gradebook, encoding="utf-8") as f:
         gradebook = json.load(f)
-    mutants = load_mutants(Path(args.mutants))
-    if args.only:
-        unknown = sorted(set(args.only) - {m["id"] for m in mutants})
-        if unknown:
-            raise MutantError(f"no mutant with id {', '.join(unknown)}")
-        mutants = [m for m in mutants if m["id"] in set(args.only)]
-    verdicts = score(gradebook, mutants)
+    verdicts = score(gradebook, select(load_mutants(Path(args.mutants)), args.only))
     if args.json:
         print(json.dumps({"mutants": verdicts,
                           "by_kind": totals(verdicts, "kind"),
