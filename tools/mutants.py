@@ -400,8 +400,13 @@ def render(verdicts: List[dict]) -> str:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    with open(args.gradebook, encoding="utf-8") as f:
-        gradebook = json.load(f)
+    try:
+        with open(args.gradebook, encoding="utf-8") as f:
+            gradebook = json.load(f)
+    except (OSError, ValueError) as e:
+        raise MutantError(f"{args.gradebook}: not a gradebook.json that can be read ({e})") from e
+    if not isinstance(gradebook, dict):
+        raise MutantError(f"{args.gradebook}: not a gradebook (a JSON object with \"students\")")
     verdicts = score(gradebook, select(load_mutants(Path(args.mutants)), args.only))
     if args.json:
         print(json.dumps({"mutants": verdicts,
