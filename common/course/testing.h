@@ -115,45 +115,60 @@ class GpuTest : public ::testing::Test {
 
 namespace course {
 
-// A device buffer with kGuard poisoned elements before and after the part a kernel gets:
-// data() is buffer + kGuard + offset_elements (offset 1 makes the pointer not 16-byte aligned),
-// and expect_guards_untouched() reports a write before the start or past the end in words.
+// A device buffer with `guard` poisoned elements (kGuard unless told) before and after the part a
+// kernel gets: data() is buffer + guard + offset_elements (offset 1 makes the pointer not
+// 16-byte aligned; the guard keeps the alignment of the allocation, being a multiple of 16
+// bytes), and expect_guards_untouched() reports a write before the start or past the end.
 template <class T>
 struct Guarded {
   static constexpr std::size_t kGuard = 16;
   DeviceBuffer<T> buffer;
   std::size_t offset = 0, size = 0;
 
-  Guarded(std::size_t n, std::size_t offset_elements)
-      : buffer(n + 2 * kGuard + offset_elements), offset(kGuard + offset_elements), size(n) {
+  Guarded(std::size_t n, std::size_t offset_elements, std::size_t guard = kGuard)
+      : buffer(n + 2 * guard + offset_elements), offset(guard + offset_elements), size(n) {
     buffer.poison();
   }
   // A device copy of `host` in the middle of the poison.
-  Guarded(const std::vector<T>& host, std::size_t offset_elements)
-      : Guarded(host.size(), offset_elements) {
+  Guarded(const std::vector<T>& host, std::size_t offset_elements, std::size_t guard = kGuard)
+      : Guarded(host.size(), offset_elements, guard) {
     buffer.upload(host, offset);
   }
   T* data() { return buffer.data() + offset; }
+  const T* data() const { return buffer.data() + offset; }
   std::vector<T> read_back() const { return buffer.read_back(offset, size); }
 };
 
+// `all`, a whole Guarded buffer read back, must hold the poison outside [offset, offset + size):
+// otherwise one failure naming the first element written outside, and `hint` (what to look at,
+// in the day's words; a general one when empty). True when untouched.
+template <class T>
+bool expect_guards_untouched(const std::vector<T>& all, std::size_t offset, std::size_t size,
+                             const std::string& what, const std::string& hint = "") {
+  for (std::size_t i = 0; i < offset && i < all.size(); ++i)
+    if (!DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << offset - i << " before the start of " << what
+                    << " was written: "
+                    << (hint.empty() ? "an index went negative or an offset is wrong" : hint);
+      return false;
+    }
+  for (std::size_t i = offset + size; i < all.size(); ++i)
+    if (!DType<T>::is_poison(all[i])) {
+      ADD_FAILURE() << "the element " << i - (offset + size) << " past the end of " << what
+                    << " (of " << size << " elements) was written: "
+                    << (hint.empty() ? "check the bounds test of the last vectors, chunk or "
+                                       "row, and of the last block"
+                                     : hint);
+      return false;
+    }
+  return true;
+}
+
 // The guard elements before and after `g` must still hold their poison.
 template <class T>
-void expect_guards_untouched(const Guarded<T>& g, const std::string& what) {
-  const auto all = g.buffer.read_back();
-  for (std::size_t i = 0; i < g.offset; ++i)
-    if (!DType<T>::is_poison(all[i])) {
-      ADD_FAILURE() << "the element " << g.offset - i << " before the start of " << what
-                    << " was written: an index went negative or an offset is wrong";
-      return;
-    }
-  for (std::size_t i = g.offset + g.size; i < all.size(); ++i)
-    if (!DType<T>::is_poison(all[i])) {
-      ADD_FAILURE() << "the element " << i - (g.offset + g.size) << " past the end of " << what
-                    << " (of " << g.size << " elements) was written: check the bounds test of "
-                    << "the last vectors, chunk or row, and of the last block";
-      return;
-    }
+bool expect_guards_untouched(const Guarded<T>& g, const std::string& what,
+                             const std::string& hint = "") {
+  return expect_guards_untouched(g.buffer.read_back(), g.offset, g.size, what, hint);
 }
 
 }  // namespace course

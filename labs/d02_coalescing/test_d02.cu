@@ -6,7 +6,7 @@
 //     Gelu.MatchesTheReferenceForEverySize, *.MatchesTheReferenceForEveryShape (cols 1, 7, 1009)
 //   - the tail stored as a whole vector, or a row kernel without its column bound, writing past
 //     the end: VectorizedCopy.DoesNotWritePastTheEnd and the guard elements every run checks
-//     (expect_nothing_written_outside); memcheck is not run on Day 2
+//     (course::expect_guards_untouched); memcheck is not run on Day 2
 //   - pointers not 16-byte aligned (x + 1), or misaligned by different amounts (a 16-byte access
 //     there faults): *.HandlesPointersNotAlignedTo16Bytes,
 //     VectorizedCopy.HandlesPointersMisalignedByDifferentAmounts
@@ -75,7 +75,8 @@ constexpr course::Tolerance kExact{0.0, 0.0};
 // The dtype's own tolerance (course/dtype.h): float32 math, one rounding to T at the end.
 constexpr course::Tolerance kDefault{-1.0, -1.0};
 
-// Poisoned elements after the end of every output, which must keep their poison.
+// Poisoned elements before and after every output (course::Guarded), which must keep their
+// poison: 64, so that a whole block's worth of vectors stored past the end still lands in them.
 constexpr std::size_t kGuard = 64;
 
 // GeLU's far negative tail: for x below about -2, 0.5 x (1 + tanh(u)) adds two nearly opposite
@@ -123,34 +124,25 @@ std::string launcher_name(const std::string& name) {
 
 bool failed() { return ::testing::Test::HasFailure(); }
 
-// True when every element outside [offset, offset + n) still holds the poison; otherwise one
-// failure that names the first element written out of bounds.
+// What to look at when an output's guard was written (course::expect_guards_untouched).
 template <class T>
-bool expect_nothing_written_outside(const std::vector<T>& all, std::size_t offset, std::size_t n,
-                                    const std::string& who, const std::string& output) {
-  for (std::size_t k = 0; k < offset; ++k)
-    if (!course::DType<T>::is_poison(all[k])) {
-      ADD_FAILURE() << who << " wrote before the start of " << output << " (element "
-                    << static_cast<std::int64_t>(k) - static_cast<std::int64_t>(offset)
-                    << " changed): an index that starts too low, or a head that goes backwards";
-      return false;
-    }
-  for (std::size_t k = offset + n; k < all.size(); ++k)
-    if (!course::DType<T>::is_poison(all[k])) {
-      ADD_FAILURE() << who << " wrote past the end of the " << n << "-element " << output
-                    << " (element " << k - offset << " changed). A bounds test (i < n) is "
-                    << "missing, or a whole vector was stored where fewer than "
-                    << kVecWidth<T> << " elements were left: the tail must go element by "
-                    << "element (lesson §5).";
-      return false;
-    }
-  return true;
+std::string guard_hint() {
+  return "an index that starts too low or a head that goes backwards (before the start), a "
+         "missing bounds test (i < n), or a whole vector stored where fewer than " +
+         std::to_string(kVecWidth<T>) +
+         " elements were left (past the end): the tail goes element by element (lesson §5)";
 }
 
+// Reads back a guarded output once: its values, and whether its guards still hold the poison
+// (one failure naming `who` and `output` when not).
 template <class T>
-std::vector<T> slice(const std::vector<T>& all, std::size_t offset, std::size_t n) {
-  return std::vector<T>(all.begin() + static_cast<std::ptrdiff_t>(offset),
-                        all.begin() + static_cast<std::ptrdiff_t>(offset + n));
+std::vector<T> read_guarded(const course::Guarded<T>& out, const std::string& who,
+                            const std::string& output, bool& guards_ok) {
+  const std::vector<T> all = out.buffer.read_back();
+  guards_ok = course::expect_guards_untouched(all, out.offset, out.size, output + " of " + who,
+                                              guard_hint<T>());
+  return std::vector<T>(all.begin() + static_cast<std::ptrdiff_t>(out.offset),
+                        all.begin() + static_cast<std::ptrdiff_t>(out.offset + out.size));
 }
 
 template <class T>
@@ -242,12 +234,13 @@ bool expect_run(const Elementwise<T>& op, const Launch& run) {
   const bool narrow = op.few_narrow && run.n < kFewElements;
   const auto host_x = course::random_uniform<T>(n, course::seed_for(n + 7 * run.x_offset),
                                                 narrow ? kFewLo : op.lo, narrow ? kFewHi : op.hi);
-  DeviceBuffer<T> x(run.x_offset + n), y(run.y_offset + n + kGuard);
+  DeviceBuffer<T> x(run.x_offset + n);
   x.upload(host_x, run.x_offset);
-  y.poison();
-  op.launch(x.data() + run.x_offset, y.data() + run.y_offset, run.n, run.max_blocks);
+  course::Guarded<T> y(n, run.y_offset, kGuard);
+  op.launch(x.data() + run.x_offset, y.data(), run.n, run.max_blocks);
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<T> all = y.read_back();
+  bool bounds_ok = false;
+  const std::vector<T> got = read_guarded(y, launcher_name<T>(op.name), "y", bounds_ok);
 
   std::vector<double> want = course::as_doubles(host_x);
   for (double& v : want) v = op.reference(v);
@@ -255,9 +248,7 @@ bool expect_run(const Elementwise<T>& op, const Launch& run) {
   options.tolerance = op.tolerance;
   options.what = "y of " + launcher_name<T>(op.name) + " (" + run.text() +
                  (op.detail.empty() ? "" : ", " + op.detail) + "; " + op.todo + ")";
-  const bool values_ok = expect_match(slice(all, run.y_offset, n), want, options);
-  const bool bounds_ok =
-      expect_nothing_written_outside(all, run.y_offset, n, launcher_name<T>(op.name), "y");
+  const bool values_ok = expect_match(got, want, options);
   return values_ok && bounds_ok;
 }
 
@@ -381,11 +372,12 @@ bool expect_reversed(std::size_t vectors) {
   constexpr std::size_t V = kVecWidth<T>;
   const std::size_t n = vectors * V;
   const auto host_x = course::random_uniform<T>(n, course::seed_for(300 + vectors));
-  DeviceBuffer<T> x(host_x), y(n + kGuard);
-  y.poison();
+  DeviceBuffer<T> x(host_x);
+  course::Guarded<T> y(n, 0, kGuard);
   d02::reverse_within_vectors(x.data(), y.data(), static_cast<std::int64_t>(vectors));
   COURSE_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<T> all = y.read_back();
+  bool bounds_ok = false;
+  const std::vector<T> got = read_guarded(y, "Vec::store", "y", bounds_ok);
   const std::vector<double> xs = course::as_doubles(host_x);
   std::vector<double> want(n);
   for (std::size_t i = 0; i < n; ++i) want[i] = xs[i / V * V + (V - 1 - i % V)];
@@ -395,8 +387,7 @@ bool expect_reversed(std::size_t vectors) {
   options.what = "y of reverse_within_vectors<" + std::string(course::DType<T>::name) + "> with " +
                  std::to_string(vectors) + " vectors (it calls your Vec::load " +
                  "and Vec::store: TODO d02.3b, d02.3c)";
-  return expect_match(slice(all, 0, n), want, options) &&
-         expect_nothing_written_outside(all, 0, n, "Vec::store", "y");
+  return expect_match(got, want, options) && bounds_ok;
 }
 
 TEST_P(VectorTypeOnGpu, LoadsAndStoresWholeVectors) {
@@ -575,25 +566,20 @@ struct Input {
   const T* data() const { return device.data() + offset; }
 };
 
-// An output of `n` elements, poisoned, with guards on both sides.
+// An output of `n` elements, poisoned, with kGuard poisoned elements on both sides.
 template <class T>
-struct Output {
-  DeviceBuffer<T> device;
-  std::size_t offset, n;
-
-  Output(std::size_t count, std::size_t off) : device(off + count + kGuard), offset(off), n(count) {
-    device.poison();
-  }
-  T* data() { return device.data() + offset; }
+struct Output : course::Guarded<T> {
+  Output(std::size_t count, std::size_t off) : course::Guarded<T>(count, off, kGuard) {}
   // Downloads the output; checks it against want and the guards. False on any failure.
   bool expect(const std::vector<double>& want, std::int64_t cols, const std::string& who,
               const std::string& name, const std::string& what) const {
-    const std::vector<T> all = device.read_back();
+    bool guards_ok = false;
+    const std::vector<T> got = read_guarded(*this, who, name, guards_ok);
     course::CompareOptions options;
     options.cols = cols;
     options.what = what;
-    const bool values_ok = expect_match(slice(all, offset, n), want, options);
-    return expect_nothing_written_outside(all, offset, n, who, name) && values_ok;
+    const bool values_ok = expect_match(got, want, options);
+    return guards_ok && values_ok;
   }
 };
 
@@ -1099,7 +1085,7 @@ TEST_P(SiluAndMulRounding, RoundsTheFloat32ResultToTheNearest16BitValue) {
       COURSE_CUDA_CHECK(cudaDeviceSynchronize());
       const auto want =
           ref::silu_and_mul(course::as_doubles(input.host), static_cast<std::size_t>(s.cols));
-      const auto got = out.device.read_back(0, s.size());
+      const auto got = out.read_back();
       std::vector<double> bound(want.size());
       for (std::size_t i = 0; i < want.size(); ++i) bound[i] = kSiluFloatError * std::fabs(want[i]);
       course::CompareOptions options;
