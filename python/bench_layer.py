@@ -6,9 +6,13 @@ inputs: PyTorch eager, torch.compile of the same function, and the course's laye
 
     python python/bench_layer.py --shapes 1x512,4x512,4x2048 --json layer.json
 
-Each row: the median of --iters timed calls (CUDA events around each call, after --warmup
-calls), and the course's output compared with eager's (relative L2 difference: both are
-bfloat16 layers, so about 1e-2 is expected, not 0).
+Each row: the median of --iters timed calls after --warmup calls, measured like Day 14's C++
+benchmark (BM_decoder_layer): the L2 emptied before every call (a 256 MiB buffer zeroed) and the
+call queued behind that, CUDA events around the call. The three are timed in rounds
+(bench_timing.gpu_time_rounds), each once per round, so that they meet the same GPU clock. Also:
+what the host spends on one call of each (bench_timing.host_us_per_call: Python, the
+framework's or binding's work and the launches), and the course's output compared with eager's
+(relative L2 difference: both are bfloat16 layers, so about 1e-2 is expected, not 0).
 """
 
 import argparse
@@ -28,7 +32,7 @@ except ImportError:
     torch = F = None
 
 import cuda_course  # noqa: E402
-from bench_timing import gpu_time_ms  # noqa: E402
+from bench_timing import gpu_time_rounds, host_us_per_call  # noqa: E402
 
 HIDDEN, HEADS, KV_HEADS, DIM, INTER = 4096, 32, 8, 128, 14336
 EPS, THETA = 1e-5, 500000.0
@@ -87,10 +91,6 @@ def torch_layer(x, residual, w, cos, sin, batch, seq_len):
     return F.linear(F.silu(gate) * up, w["w_down"]), residual
 
 
-def time_ms(fn, warmup, iters):
-    return gpu_time_ms(fn, warmup, iters)[0]
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default="1x512,4x512,4x2048", help="batch x len, comma-separated")
@@ -105,6 +105,7 @@ def main():
     needs.course_library("bench_layer.py")
     dev = torch.device("cuda")
     w = make_weights(dev)
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     compiled = None if args.no_compile else torch.compile(torch_layer)
     rows = []
     for shape in args.shapes.split(","):
@@ -116,13 +117,11 @@ def main():
         cos, sin = rope_tables(seq_len, dev)
         row = {"batch": batch, "len": seq_len, "tokens": tokens}
 
-        row["eager_ms"] = time_ms(lambda: torch_layer(x, residual, w, cos, sin, batch, seq_len),
-                                  args.warmup, args.iters)
+        compiled_fn = None
         if compiled is not None:
-            try:
-                row["compile_ms"] = time_ms(
-                    lambda: compiled(x, residual, w, cos, sin, batch, seq_len), args.warmup,
-                    args.iters)
+            try:  # the first call compiles (and fails here, if it is going to)
+                compiled(x, residual, w, cos, sin, batch, seq_len)
+                compiled_fn = lambda: compiled(x, residual, w, cos, sin, batch, seq_len)  # noqa: E731
             except Exception as e:  # no Triton, no compiler: say so in the table
                 row["compile_error"] = f"{type(e).__name__}: {e}"[:300]
         ws = torch.empty(cuda_course.layer_workspace_bytes(HIDDEN, HEADS, KV_HEADS, DIM, INTER,
@@ -132,10 +131,18 @@ def main():
         res = residual.clone()
         # The course's layer updates res in place; each timed call adds to it again, which
         # changes the values, not the work.
-        row["course_ms"] = time_ms(
-            lambda: cuda_course.decoder_layer(x, res, w, batch, seq_len, HEADS, KV_HEADS, EPS,
-                                              THETA, out=out, workspace=ws),
-            args.warmup, args.iters)
+        fns = {
+            "eager": lambda: torch_layer(x, residual, w, cos, sin, batch, seq_len),
+            "course": lambda: cuda_course.decoder_layer(x, res, w, batch, seq_len, HEADS,
+                                                        KV_HEADS, EPS, THETA, out=out,
+                                                        workspace=ws),
+        }
+        if compiled_fn is not None:
+            fns["compile"] = compiled_fn
+        for name, (ms, _) in gpu_time_rounds(fns, args.warmup, args.iters, flush).items():
+            row[f"{name}_ms"] = ms
+        for name, fn in fns.items():
+            row[f"{name}_host_us"] = host_us_per_call(fn)
 
         res.copy_(residual)
         cuda_course.decoder_layer(x, res, w, batch, seq_len, HEADS, KV_HEADS, EPS, THETA, out=out,
@@ -155,21 +162,25 @@ def main():
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
+        "binding": cuda_course.binding(),
         "shape": {"hidden": HIDDEN, "heads": HEADS, "kv_heads": KV_HEADS, "head_dim": DIM,
                   "intermediate": INTER, "dtype": "bfloat16"},
         "rows": rows,
     }
     print(f"{result['device']}, torch {result['torch']}: one decoder layer, hidden {HIDDEN}, "
-          f"{HEADS}/{KV_HEADS} heads of {DIM}, intermediate {INTER}, bfloat16")
+          f"{HEADS}/{KV_HEADS} heads of {DIM}, intermediate {INTER}, bfloat16; the course "
+          f"through {result['binding']}")
     print(f"{'batch x len':>12} {'eager ms':>9} {'compile ms':>11} {'course ms':>10} "
-          f"{'x eager':>8} {'x compile':>10} {'diff':>8}")
+          f"{'x eager':>8} {'x compile':>10} {'diff':>8}   host us/call (eager, compile, course)")
     for r in rows:
         compile_ms = (f"{r['compile_ms']:.3f}" if "compile_ms" in r else
                       "failed" if "compile_error" in r else "skipped")
         vs_compile = f"{r['speedup_vs_compile']:.2f}" if "speedup_vs_compile" in r else "-"
+        hosts = ", ".join(f"{r[k + '_host_us']:.0f}" if k + "_host_us" in r else "-"
+                          for k in ("eager", "compile", "course"))
         print(f"{r['batch']:>5} x {r['len']:<5} {r['eager_ms']:9.3f} {compile_ms:>11} "
               f"{r['course_ms']:10.3f} {r['speedup_vs_eager']:8.2f} {vs_compile:>10} "
-              f"{r['rel_diff_vs_eager']:8.1e}")
+              f"{r['rel_diff_vs_eager']:8.1e}   {hosts}")
         if "compile_error" in r:
             print(f"      torch.compile failed: {r['compile_error']}")
     with open(args.json, "w") as f:
