@@ -8,7 +8,6 @@
 //   BM_gelu                    per dtype
 //   BM_add_bias_gelu_unfused   two kernels through a temporary in DRAM ...
 //   BM_add_bias_gelu_fused     ... and one kernel (the day's headline: float32, 8192 x 8192)
-//   BM_add_bias_gelu_fused_one_wave   the same kernel on a grid of one wave (lesson §7.3)
 //   BM_silu_and_mul            per dtype
 //
 // Bytes are the fewest the OPERATION must move (inputs read once, outputs written once), so the
@@ -27,7 +26,6 @@
 #include "course/bench.h"
 #include "course/buffer.h"
 #include "course/check.h"
-#include "course/device.h"
 #include "course/random.h"
 #include "course/reference/activation.h"
 #include "lab.h"
@@ -199,36 +197,20 @@ void BM_add_bias_gelu_unfused(benchmark::State& state) {
     state.counters["chain_GB/s"] = chain_bytes / (state.counters["median_us"].value * 1e3);
 }
 
-// max_blocks 0: the launcher's own grid. BM_add_bias_gelu_fused_one_wave passes one full wave
-// of 256-thread blocks (8 per SM): the grid a grid-stride launcher would choose (lesson §7.3
-// compares the two).
 template <class T>
-void run_add_bias_gelu_fused(benchmark::State& state, int max_blocks) {
+void BM_add_bias_gelu_fused(benchmark::State& state) {
   const std::int64_t rows = state.range(0), cols = state.range(1);
   const std::vector<T>& host_x = activation_input<T>(static_cast<std::size_t>(rows * cols));
   const std::vector<T>& host_bias = unit_input<T>(static_cast<std::size_t>(cols));
   DeviceBuffer<T> x(host_x), bias(host_bias), y(host_x.size());
-  const auto run = [&] {
-    d02::add_bias_gelu_fused(x.data(), bias.data(), y.data(), rows, cols, max_blocks);
-  };
+  const auto run = [&] { d02::add_bias_gelu_fused(x.data(), bias.data(), y.data(), rows, cols); };
   const auto poison = [&] { y.poison(); };
   const auto check = [&] {
     return check_add_bias_gelu(y.download(), host_x, host_bias, cols, /*round_sum=*/false);
   };
   if (!course::bench::first_run_verified(state, poison, run, check)) return;
   course::bench::measure(state, run, add_bias_gelu_traffic<T>(rows, cols), {poison, check});
-  if (max_blocks == 0 && std::is_same_v<T, float> && rows == 8192 && cols == 8192)
-    course::bench::mark_key(state);
-}
-
-template <class T>
-void BM_add_bias_gelu_fused(benchmark::State& state) {
-  run_add_bias_gelu_fused<T>(state, 0);
-}
-
-template <class T>
-void BM_add_bias_gelu_fused_one_wave(benchmark::State& state) {
-  run_add_bias_gelu_fused<T>(state, 8 * course::device_facts().sm_count);
+  if (std::is_same_v<T, float> && rows == 8192 && cols == 8192) course::bench::mark_key(state);
 }
 
 // ---------------------------------------------------------------- SiLU-and-mul: rows, d
@@ -300,12 +282,6 @@ BENCHMARK_TEMPLATE(BM_gelu, bfloat16)->Apply(sizes);
 
 BENCHMARK_TEMPLATE(BM_add_bias_gelu_unfused, float)->Apply(matrices);
 BENCHMARK_TEMPLATE(BM_add_bias_gelu_fused, float)->Apply(matrices);
-BENCHMARK_TEMPLATE(BM_add_bias_gelu_fused_one_wave, float)
-    ->Apply([](benchmark::internal::Benchmark* b) {
-      course::bench::configure(b);
-      b->ArgNames({"rows", "cols"});
-      b->Args({8192, 8192});
-    });
 BENCHMARK_TEMPLATE(BM_add_bias_gelu_unfused, half)->Apply(matrices);
 BENCHMARK_TEMPLATE(BM_add_bias_gelu_fused, half)->Apply(matrices);
 BENCHMARK_TEMPLATE(BM_add_bias_gelu_unfused, bfloat16)->Apply(matrices);
