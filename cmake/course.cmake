@@ -412,8 +412,15 @@ endfunction()
 # whose cases all passed passes; one with a skipped case (a missing program, no GPU, no PyTorch)
 # is reported skipped with the reasons, never passed; a failure fails. One test per file, so
 # that the files run side by side. `env` is the tests' ENVIRONMENT (a list).
-function(course_add_python_tests prefix folder labels timeout env)
+#   pythonpath  a folder to put first on PYTHONPATH ("" for none): prepended to the PYTHONPATH
+#               ctest runs with, never replacing it, so that packages installed under a
+#               PYTHONPATH (the GPU machine's wheels, say) stay importable in the tests.
+function(course_add_python_tests prefix folder labels timeout env pythonpath)
   file(GLOB sources CONFIGURE_DEPENDS ${folder}/test_*.py)
+  set(modification "")
+  if(pythonpath)
+    set(modification "PYTHONPATH=path_list_prepend:${pythonpath}")
+  endif()
   foreach(source ${sources})
     get_filename_component(module ${source} NAME_WE)
     add_test(NAME ${prefix}.${module}
@@ -421,6 +428,7 @@ function(course_add_python_tests prefix folder labels timeout env)
                      ${module}.py
              WORKING_DIRECTORY ${folder})
     set_tests_properties(${prefix}.${module} PROPERTIES
-      LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+      LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77 ENVIRONMENT "${env}"
+      ENVIRONMENT_MODIFICATION "${modification}")
   endforeach()
 endfunction()

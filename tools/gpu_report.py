@@ -122,6 +122,13 @@ def main():
     for t in harness:
         if R.is_failure(t.status):
             problems.append(f"{t.name}: {t.status}: {first_line(t.output)}")
+    # Day 14's Python tests (the bindings, the JIT, Triton): a failure is a problem; a skipped
+    # file is named under the table, since on the GPU machine it means something was missing
+    # there (a wheel, PyTorch), not that there is no GPU.
+    python = [t for t in junit if t.name.startswith("d14.python.")]
+    for t in python:
+        if R.is_failure(t.status):
+            problems.append(f"{t.name}: {t.status}: {first_line(t.output)}")
     grouped = {}  # one line per (day, variant, outcome, message), with a count
     for (day, variant), cs in sorted(cases.items()):
         if day not in days:
@@ -227,6 +234,12 @@ def main():
         h = R.tally(R.Case(t.name, t.status) for t in gpu_harness)
         print(f"\nharness GPU tests (the benchmark timer): {h.passed} passed, {h.failed} failed, "
               f"{h.skipped} skipped")
+    if python:
+        h = R.tally(R.Case(t.name, t.status) for t in python)
+        skipped = [t.name.split(".")[-1] for t in python if t.status == R.SKIPPED]
+        print(f"Python tests (d14.python: bindings, JIT, Triton): {h.passed} passed, "
+              f"{h.failed} failed, {h.skipped} skipped" +
+              (f" ({', '.join(skipped)}: see tests.xml for why)" if skipped else ""))
     host = [t for t in junit if not t.name.startswith(("harness.gpu.",))
             and (t.name.startswith(("harness.", "tools.")))]
     if host:
