@@ -429,6 +429,10 @@ function(course_add_python_tests prefix folder labels timeout env pythonpath)
              WORKING_DIRECTORY ${folder})
     set_tests_properties(${prefix}.${module} PROPERTIES
       LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77 ENVIRONMENT "${env}"
-      ENVIRONMENT_MODIFICATION "${modification}")
+      ENVIRONMENT_MODIFICATION "${modification}"
+      # Started first under ctest -j: a file of these can take a minute (Day 14's Triton
+      # tests compile their kernels), longer than any day's program, so it must not start
+      # last. (ctest orders by COST until it has measured times of its own.)
+      COST 1000)
   endforeach()
 endfunction()
