@@ -131,6 +131,39 @@ class AwkwardClassTest(unittest.TestCase):
         self.assertEqual(d["performance"]["points"], 0.0)
 
 
+@unittest.skipUnless(BUILD, "needs COURSE_BUILD_DIR (a configured and built course)")
+@unittest.skipUnless(sandbox.check() == "", f"no sandbox here: {sandbox.check()}")
+class ArrayTaskTest(unittest.TestCase):
+    """One task of a Slurm array (--only-index N --no-merge) writes the WHOLE class into the
+    roster, not only its student: tasks that start together each read and rewrite roster.json,
+    and one that wrote only its own student could drop another's from the merge."""
+
+    def test_one_task_writes_the_whole_roster_and_the_merge_loses_no_one(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            subs, out = os.path.join(tmp, "class"), os.path.join(tmp, "grades")
+            for name in ("a", "b", "c"):
+                put(subs, f"{name}/labs/{D01}/kernel.cu", STARTER)
+            course = [sys.executable, os.path.join(ROOT, "tools", "bin", "course"), "--build-dir",
+                      BUILD, "grade", subs, "--out", out]
+            task = subprocess.run(course + ["--only-index", "1", "--no-merge", "--days", "d01",
+                                            "--no-bench", "--jobs", "1"],
+                                  capture_output=True, text=True)
+            self.assertEqual(task.returncode, 0, task.stdout + task.stderr)
+            with open(os.path.join(out, grade.ROSTER), encoding="utf-8") as f:
+                roster = json.load(f)
+            self.assertEqual([s["id"] for s in roster["students"]], ["a", "b", "c"])
+            merged = subprocess.run(course[:-4] + ["grade", "--merge", out],
+                                    capture_output=True, text=True)
+            self.assertEqual(merged.returncode, 0, merged.stdout + merged.stderr)
+            with open(os.path.join(out, "gradebook.json"), encoding="utf-8") as f:
+                rows = {s["student"]: s for s in json.load(f)["students"]}
+            self.assertEqual(sorted(rows), ["a", "b", "c"])
+            self.assertNotEqual(rows["b"].get("status"), "not graded")
+            for name in ("a", "c"):  # their tasks have not run: a row that says so
+                self.assertEqual(rows[name]["status"], "not graded")
+                self.assertIn("did not finish", rows[name]["message"])
+
+
 class RulesTest(unittest.TestCase):
     def lab(self):
         progs = manifest.Programs("k.cu", "t", "b", "l.a")

@@ -891,7 +891,8 @@ def write_class_files(opts: Options, grades: List[dict],
                        "zero_speed": ZERO_SPEED},
             "students": [{k: g.get(k) for k in ("student", "folder", "points", "max_points",
                                                 "not_run_points", "graded", "gpu", "days",
-                                                "submission", "sandbox", "status")}
+                                                "submission", "sandbox", "status", "message")
+                          if k != "message" or g.get(k)}
                          for g in grades],
             "not_graded": [{"folder": n, "reason": r} for n, r in skipped]}
     R.write_atomically(os.path.join(opts.out, "gradebook.json"),
@@ -1064,6 +1065,8 @@ def load_grades(out: str) -> Tuple[List[dict], List[Tuple[str, str]]]:
         gpath = os.path.join(out, "students", str(st.get("dirname", st["id"])), "grade.json")
         reason = ""
         try:
+            if not os.path.exists(gpath):
+                raise FileNotFoundError(gpath)
             g = R.read_json(gpath)
             if g.get("student") != st["id"]:
                 reason = f"its grade.json is another student's ({g.get('student')!r})"
@@ -1107,16 +1110,20 @@ def grade_class(m: Manifest, submissions: str, opts: Options,
                 f"the sandbox that student programs run in cannot start here: {why}. Grading "
                 "without it (--no-sandbox) trusts every submission.")
     commands = {lab.day: classbuild.commands_for(m, lab) for lab in labs}
-    students, skipped = submission.roster(submissions)
+    everyone, skipped = submission.roster(submissions)
     for name, reason in skipped:
         opts.say(f"{name}: not graded: {reason}")
-    if only is not None:
-        students = [students[i] for i in only if 0 <= i < len(students)]
+    students = everyone if only is None else [everyone[i] for i in only
+                                              if 0 <= i < len(everyone)]
     if not students:
         opts.say(f"no student folders in {submissions}")
         return 2
     os.makedirs(opts.out, exist_ok=True)
-    write_roster(opts, students if only is None else students, skipped)
+    # The whole class, also when this run grades a few of it (--only-index: one Slurm task of
+    # many, all writing this file at about the same time). Each task then writes the same
+    # roster, and none can drop another's student from it: the merge gives every folder a row,
+    # "not graded" for one whose task has not written its grade.
+    write_roster(opts, everyone, skipped)
     opts.say(f"grading {len(students)} students in {submissions} into {opts.out} "
              f"(class build {m.binary_dir}; {opts.jobs} at a time"
              + ("" if opts.use_sandbox else "; WITHOUT the sandbox: submissions are trusted")
