@@ -27,7 +27,9 @@
 #              per test, default 20, and per sanitizer run, default 300: a planted hang costs
 #              that much wherever it hangs), MUTANT_JOBS (students graded at once; default 4),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300),
-#              SANITIZE_JOBS (checker runs at once; default 1), CHECK_NO_REBUILD (check: leave
+#              SANITIZE_JOBS (checker runs at once; default 1), GRADE_OVERHEAD (grade: grade the
+#              class a second time without the sandbox and the object check, and time both),
+#              CHECK_NO_REBUILD (check: leave
 #              the starters unbuilt after), ATTACK_JOBS (attacks: students graded at once).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
 set -uo pipefail
@@ -193,6 +195,17 @@ if want grade; then
   echo "grading the synthetic class ($nstudents students): $(python3 -c "print(f'{$end - $start:.0f}')") s" \
     | tee -a "$out/timings.txt"
   grep -E "^[a-z_]+ +\|" "$out/grade.log" | cut -c1-220
+  if [ -n "${GRADE_OVERHEAD:-}" ]; then
+    # What the defences cost a class's grading: the same class again without the sandbox and
+    # the object check (the two that can be switched off), on the same machine, right after.
+    start=$(date +%s.%N)
+    "$bin/course" grade "$out/class" --out "$out/grades-undefended" --jobs 4 --test-timeout 20 \
+      --no-sandbox --no-object-check >"$out/grade-undefended.log" 2>&1
+    echo "course grade --no-sandbox --no-object-check exit $?"
+    end=$(date +%s.%N)
+    echo "grading the synthetic class without the sandbox and the object check: $(python3 -c "print(f'{$end - $start:.0f}')") s" \
+      | tee -a "$out/timings.txt"
+  fi
   if "$bin/course" leaderboard --help >/dev/null 2>&1; then
     "$bin/course" leaderboard "$out/grades/students" --out "$out/grades/site" \
       >"$out/leaderboard.log" 2>&1
