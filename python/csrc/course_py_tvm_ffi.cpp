@@ -61,15 +61,22 @@ void same_shape(const TensorView& a, const char* a_name, const TensorView& b, co
 
 cudaStream_t stream_of(int device) { return course_ffi::env_stream(device); }
 
+// The checks of a row operation (RMSNorm, add-bias + GeLU): x and out [rows, cols] of `dtype`,
+// the same shape, and `vec` (the weight or the bias) [cols] of `dtype`.
+void check_rows_and_vector(const TensorView& x, const TensorView& vec, const char* vec_name,
+                           const TensorView& out, DLDataType dtype) {
+  check_tensor(x, "x", dtype, 2);
+  check_tensor(vec, vec_name, dtype, 1);
+  check_tensor(out, "out", dtype, 2);
+  same_shape(x, "x", out, "out");
+  check_dim(vec, vec_name, 0, x.size(1), "x.shape[1]");
+}
+
 int abi_version() { return 1; }
 
 // out = rmsnorm(x) * weight; x, out [rows, hidden], weight [hidden]. Day 6.
 void rmsnorm(TensorView x, TensorView weight, TensorView out, double eps) {
-  check_tensor(x, "x", kBFloat16, 2);
-  check_tensor(weight, "weight", kBFloat16, 1);
-  check_tensor(out, "out", kBFloat16, 2);
-  same_shape(x, "x", out, "out");
-  check_dim(weight, "weight", 0, x.size(1), "x.shape[1]");
+  check_rows_and_vector(x, weight, "weight", out, kBFloat16);
   const int device = course_ffi::check_cuda(x, "x", weight, "weight", out, "out");
   translated("rmsnorm", [&] {
     course_py::on_stream(stream_of(device), [&] {
@@ -82,13 +89,9 @@ void rmsnorm(TensorView x, TensorView weight, TensorView out, double eps) {
 // residual += x; out = rmsnorm(residual) * weight. Day 6.
 void fused_add_rmsnorm(TensorView x, TensorView residual, TensorView weight, TensorView out,
                        double eps) {
-  check_tensor(x, "x", kBFloat16, 2);
+  check_rows_and_vector(x, weight, "weight", out, kBFloat16);
   check_tensor(residual, "residual", kBFloat16, 2);
-  check_tensor(weight, "weight", kBFloat16, 1);
-  check_tensor(out, "out", kBFloat16, 2);
   same_shape(x, "x", residual, "residual");
-  same_shape(x, "x", out, "out");
-  check_dim(weight, "weight", 0, x.size(1), "x.shape[1]");
   const int device =
       course_ffi::check_cuda(x, "x", residual, "residual", weight, "weight", out, "out");
   translated("fused_add_rmsnorm", [&] {
@@ -130,11 +133,7 @@ void add_bias_gelu_typed(const TensorView& x, const TensorView& bias, const Tens
 // 6b (add_bias_gelu_fused).
 void add_bias_gelu(TensorView x, TensorView bias, TensorView out) {
   const DLDataType dtype = float_dtype(x, "x");
-  check_tensor(x, "x", dtype, 2);
-  check_tensor(bias, "bias", dtype, 1);
-  check_tensor(out, "out", dtype, 2);
-  same_shape(x, "x", out, "out");
-  check_dim(bias, "bias", 0, x.size(1), "x.shape[1]");
+  check_rows_and_vector(x, bias, "bias", out, dtype);
   const int device = course_ffi::check_cuda(x, "x", bias, "bias", out, "out");
   translated("add_bias_gelu", [&] {
     course_py::on_stream(stream_of(device), [&] {
