@@ -633,6 +633,20 @@ def load_json(path: str, what: str) -> dict:
     return doc
 
 
+def _grouped_bars(ax, series: Sequence[Tuple[str, Sequence[Optional[float]]]], width: float,
+                  value_format: str, fontsize: int) -> None:
+    """One bar per (name, values) of `series` side by side over each group 0, 1, ..., each bar
+    labelled with its value (`value_format`) or 'n/a' where the value is missing."""
+    for k, (name, values) in enumerate(series):
+        xs = [j + (k - (len(series) - 1) / 2) * width for j in range(len(values))]
+        bars = ax.bar(xs, [v or 0.0 for v in values], width, label=name,
+                      color=S.SERIES_COLORS[k], zorder=3)
+        for bar, value in zip(bars, values):
+            ax.annotate(value_format.format(value) if value else "n/a",
+                        (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=fontsize)
+
+
 def plot_layer_speedups(layer: dict, out_dir: str, stem: str = "layer",
                         note: str = "") -> List[str]:
     """python/bench_layer.py's results: torch.compile's and the course layer's speed-up over
@@ -649,15 +663,7 @@ def plot_layer_speedups(layer: dict, out_dir: str, stem: str = "layer",
     with S.style():
         fig = S.new_figure(7.0, 4.0)
         ax = fig.add_subplot()
-        width = 0.38
-        for i, (name, values) in enumerate(series):
-            xs = [j + (i - 0.5) * width for j in range(len(rows))]
-            bars = ax.bar(xs, [v or 0.0 for v in values], width, label=name,
-                          color=S.SERIES_COLORS[i], zorder=3)
-            for bar, value in zip(bars, values):
-                ax.annotate(f"{value:.2f}x" if value else "n/a",
-                            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                            ha="center", va="bottom", fontsize=8)
+        _grouped_bars(ax, series, 0.38, "{:.2f}x", 8)
         ax.axhline(1.0, color=S.CEILING_COLOR, linewidth=0.8, linestyle="--")
         ax.set_xticks(range(len(rows)))
         ax.set_xticklabels(labels)
@@ -694,15 +700,7 @@ def plot_triton_bandwidth(bench: dict, out_dir: str, stem: str = "triton",
     with S.style():
         fig = S.new_figure(8.0, 4.4)
         ax = fig.add_subplot()
-        width = 0.2
-        for k, impl in enumerate(impls):
-            xs = [j + (k - 1.5) * width for j in range(len(operations))]
-            bars = ax.bar(xs, [v or 0.0 for v in values[impl]], width, label=names[impl],
-                          color=S.SERIES_COLORS[k], zorder=3)
-            for bar, value in zip(bars, values[impl]):
-                ax.annotate(f"{value:.0f}" if value else "n/a",
-                            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                            ha="center", va="bottom", fontsize=7)
+        _grouped_bars(ax, [(names[i], values[i]) for i in impls], 0.2, "{:.0f}", 7)
         _ceiling_line(ax, ceiling, f"copy ceiling, {ceiling:.0f} GB/s")
         _ceiling_axis(ax, ceiling)
         ax.set_ylim(0, ceiling * 1.3)  # room above the ceiling for the legend
