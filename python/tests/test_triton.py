@@ -286,6 +286,23 @@ class _Checks:
                 message = problem(fn, "softmax", dtype, 5, 300, 0, self.device, inputs=inputs)
                 self.assertIsNone(message, message)
 
+    # The three operations of `ops` (a module: cuda_course or triton_ops) against the same
+    # references; RMSNorm in the dtypes `rmsnorm_dtypes` its implementation takes.
+    ops = None
+    rmsnorm_dtypes = DTYPES
+
+    def test_add_bias_gelu(self):
+        self.assert_right(self.ops.add_bias_gelu, "add_bias_gelu")
+
+    def test_softmax(self):
+        self.assert_right(self.ops.softmax, "softmax")
+
+    def test_softmax_of_masked_and_non_finite_rows(self):
+        self.assert_masked_softmax(self.ops.softmax)
+
+    def test_rmsnorm(self):
+        self.assert_right(self.ops.rmsnorm, "rmsnorm", dtypes=self.rmsnorm_dtypes)
+
 
 CUDA_SKIP = _needs("numpy", "torch", "gpu", "library")
 
@@ -294,17 +311,8 @@ CUDA_SKIP = _needs("numpy", "torch", "gpu", "library")
 class CudaSolutions(_Checks, unittest.TestCase):
     """The CUDA solutions through cuda_course, on the references the Triton kernels meet."""
 
-    def test_add_bias_gelu(self):
-        self.assert_right(cuda_course.add_bias_gelu, "add_bias_gelu")
-
-    def test_softmax(self):
-        self.assert_right(cuda_course.softmax, "softmax")
-
-    def test_softmax_of_masked_and_non_finite_rows(self):
-        self.assert_masked_softmax(cuda_course.softmax)
-
-    def test_rmsnorm(self):
-        self.assert_right(cuda_course.rmsnorm, "rmsnorm", dtypes=("bfloat16",))
+    ops = cuda_course
+    rmsnorm_dtypes = ("bfloat16",)  # Day 6's RMSNorm is bfloat16
 
     def test_a_softmax_into_its_own_input_is_refused(self):
         x = torch.zeros(4, 8, device="cuda")
@@ -319,17 +327,7 @@ TRITON_SKIP = _needs("numpy", "torch", "triton", "gpu")
 class TritonKernels(_Checks, unittest.TestCase):
     """The Triton kernels on the GPU: tuned, then every configuration of each."""
 
-    def test_add_bias_gelu(self):
-        self.assert_right(triton_ops.add_bias_gelu, "add_bias_gelu")
-
-    def test_softmax(self):
-        self.assert_right(triton_ops.softmax, "softmax")
-
-    def test_softmax_of_masked_and_non_finite_rows(self):
-        self.assert_masked_softmax(triton_ops.softmax)
-
-    def test_rmsnorm(self):
-        self.assert_right(triton_ops.rmsnorm, "rmsnorm")
+    ops = triton_ops
 
     def test_every_configuration(self):
         few = [(1, 1), (7, 7919), (33, 1000)]
