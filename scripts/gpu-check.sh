@@ -247,7 +247,7 @@ sys.exit(0 if any(m["kind"] == "performance" and m["id"] in sys.argv[1:]
   start=$(date +%s)
   grade_days=(); [ -n "$only_days" ] && grade_days=(--days "$(echo $days | tr " " ",")")
   "$bin/course" grade "$out/mutants" --out "$out/mutant-grades" --jobs "${MUTANT_JOBS:-4}" \
-    --test-timeout "${MUTANT_TEST_SECONDS:-20}" --sanitize-timeout "${MUTANT_SANITIZE_SECONDS:-300}" \
+    --test-timeout "${MUTANT_TEST_SECONDS:-20}" --sanitize-timeout "${MUTANT_SANITIZE_SECONDS:-300}" --sanitize-only-if-passed \
     $nobench "${grade_days[@]}" >"$out/mutant-grade.log" 2>&1
   echo "course grade exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
   python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" --only $ids \

@@ -155,7 +155,7 @@ class CtestFilesTest(unittest.TestCase):
     plus the graded sanitizer runs, which carry the time limit the instructor gave (`course grade
     --sanitize-timeout`), in the command and in ctest's TIMEOUT."""
 
-    def files(self, seconds=None) -> str:
+    def files(self, seconds=None, only_if_passed=False) -> str:
         with tempfile.TemporaryDirectory() as t:
             tests = os.path.join(t, "d05_lab_tests")
             with open(tests, "w") as f:  # a program that lists two cases
@@ -167,6 +167,8 @@ class CtestFilesTest(unittest.TestCase):
             grading = {"verify": True}
             if seconds:
                 grading["sanitize_seconds"] = seconds
+            if only_if_passed:
+                grading["sanitize_only_if_passed"] = True
             m = manifest.Manifest(os.path.join(t, "course_manifest.json"), ROOT, t, sys.executable,
                                   "cuobjdump", "90a", t, 1200.0, [lab_], grading=grading)
             grade.write_ctest_files(m, t)
@@ -179,6 +181,35 @@ class CtestFilesTest(unittest.TestCase):
         self.assertIn("[==[--seconds]==] [==[120]==]", line)
         self.assertIn("TIMEOUT 180 RUN_SERIAL TRUE", text)
         self.assertIn("add_test([==[d05.lab.WarpSoftmax.a]==]", text)
+
+    def test_sanitizing_only_passing_days_waits_for_the_days_run(self):
+        # `--sanitize-only-if-passed` (planted bugs): the checker reads the day's results, so
+        # it must come after the day's run; a class's grading keeps the runs independent.
+        self.assertNotIn("FIXTURES_REQUIRED [==[d05.lab.run]==])", self.files())
+        text = self.files(only_if_passed=True)
+        line = next(l for l in text.splitlines()
+                    if l.startswith("set_tests_properties([==[d05.lab.memcheck"))
+        self.assertIn("RUN_SERIAL TRUE FIXTURES_REQUIRED [==[d05.lab.run]==])", line)
+
+    def test_a_day_with_a_failed_case_is_not_sanitized_in_that_mode(self):
+        from course import results as R, testrun  # noqa: PLC0415
+        with tempfile.TemporaryDirectory() as t:
+            progs = manifest.Programs("k.cu", "t", "b", "o")
+            lab_ = manifest.Lab("d05", "d05_warp_programming", "T", ["S"], [], [], 60.0,
+                                progs, progs, [], sanitizers=["memcheck"])
+            m = manifest.Manifest(os.path.join(t, "m.json"), ROOT, t, sys.executable,
+                                  "cuobjdump", "90a", t, 1200.0, [lab_])
+            folder = testrun.case_dir(m, lab_, "lab")
+            os.makedirs(folder)
+            for name, outcome in (("S.a", R.PASSED), ("S.b", "failed")):
+                with open(os.path.join(folder, R.case_file_name(name)), "w") as f:
+                    f.write(outcome + "\nreport\n")
+            self.assertEqual(testrun.cases_not_passed(m, lab_, "lab", ["S.a", "S.b", "S.c"]),
+                             ["S.b", "S.c"])  # S.c: never recorded
+            self.assertEqual(testrun.cases_not_passed(m, lab_, "lab", ["S.a"]), [])
+        self.assertTrue(grade.Options(out="x", sanitize_only_if_passed=True)
+                        .sanitize_only_if_passed)
+        self.assertFalse(grade.Options(out="x").sanitize_only_if_passed)
 
     def test_the_default_is_the_graders(self):
         self.assertEqual(grade.Options(out="x").sanitize_seconds, grade.SANITIZE_SECONDS)

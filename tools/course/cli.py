@@ -364,6 +364,15 @@ def cmd_sanitize(args) -> int:
     listed = lab.solution.tests if graded else program
     tests = [t for t in runner.list_tests(listed)
              if not lab.is_serial(t) and lab.kind_of(t) != "host"]
+    if graded and grading.get("sanitize_only_if_passed"):
+        # `course grade --sanitize-only-if-passed` (scoring planted bugs: a day whose tests
+        # failed is caught already). Its day's run came first (FIXTURES_REQUIRED).
+        failed = testrun.cases_not_passed(m, lab, args.variant, tests)
+        if failed:
+            print(f"skipped: {len(failed)} of the day's {len(tests)} GPU tests did not pass "
+                  f"(first: {failed[0]}); with --sanitize-only-if-passed the checker runs "
+                  "only on a day whose tests all passed")
+            return sass.SKIP
     events_r, events_w = os.pipe()
     env = dict(os.environ, COURSE_EVENTS_FD=str(events_w))
     # The checker sets its own variables; the graded runs' decoys of them go (sandbox.py).
@@ -465,7 +474,9 @@ def cmd_grade(args) -> int:
     opts = grade.Options(out=args.out or os.path.join(os.getcwd(), "grades"), jobs=args.jobs,
                          bench=not args.no_bench, days=days, test_timeout=args.test_timeout,
                          regrade=args.regrade, ctest_jobs=args.ctest_jobs,
-                         sanitize_seconds=args.sanitize_timeout, use_sandbox=not args.no_sandbox,
+                         sanitize_seconds=args.sanitize_timeout,
+                         sanitize_only_if_passed=args.sanitize_only_if_passed,
+                         use_sandbox=not args.no_sandbox,
                          submissions=args.submissions, object_check=not args.no_object_check)
     try:
         return grade.grade_class(m, args.submissions, opts, only=only, merge=not args.no_merge)
@@ -616,6 +627,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sanitize-timeout", type=int, default=0, metavar="SECONDS",
                    help="seconds each graded compute-sanitizer run may take (default: "
                    "300); a run that takes longer fails as not finished")
+    g.add_argument("--sanitize-only-if-passed", action="store_true",
+                   help="run compute-sanitizer only on days whose tests all passed (a day "
+                   "that failed a test forfeits its sanitizer points): for scoring planted "
+                   "bugs (tools/mutants.py), never for a class")
     g.add_argument("--regrade", action="store_true", help="grade students already graded again")
     g.add_argument("--no-sandbox", action="store_true",
                    help="run the students' programs without the sandbox (trusting every "

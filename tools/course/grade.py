@@ -108,11 +108,13 @@ class Options:
                  test_timeout: Optional[float] = None, regrade: bool = False,
                  ctest_jobs: int = 4, session: str = "", say=print,
                  sanitize_seconds: int = 0, use_sandbox: bool = True, submissions: str = "",
-                 object_check: bool = True):
+                 object_check: bool = True, sanitize_only_if_passed: bool = False):
         # Absolute: the compile and link commands and ctest run in other folders.
         self.out, self.jobs, self.bench, self.days = os.path.abspath(out), jobs, bench, days
         self.test_timeout, self.regrade, self.ctest_jobs = test_timeout, regrade, ctest_jobs
         self.sanitize_seconds = sanitize_seconds or SANITIZE_SECONDS
+        # Planted bugs only (tools/mutants.py): a day that failed a test is caught already.
+        self.sanitize_only_if_passed = sanitize_only_if_passed
         self.session = session or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.say = say
         self.use_sandbox = use_sandbox
@@ -604,7 +606,8 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
                 pass  # the checks themselves will say so
     sm = student_manifest(m, sdir, labs, builds, opts.test_timeout,
                           {"sandbox": jail.prefix(os.path.join(sdir, "sandbox", "tests")),
-                           "verify": True, "sanitize_seconds": opts.sanitize_seconds})
+                           "verify": True, "sanitize_seconds": opts.sanitize_seconds,
+                           "sanitize_only_if_passed": opts.sanitize_only_if_passed})
     write_ctest_files(sm, sdir)
 
     # The tests, through ctest, with a seed nobody knows in advance.

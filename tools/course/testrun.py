@@ -30,6 +30,22 @@ def case_dir(m: Manifest, lab: Lab, variant: str) -> str:
     return os.path.join(m.results_dir, f"{lab.day}.{variant}")
 
 
+def cases_not_passed(m: Manifest, lab: Lab, variant: str, tests: List[str]) -> List[str]:
+    """The tests among `tests` whose recorded result (the day's run, case_dir) is not a pass:
+    failed, crashed, timed out, skipped, or never recorded."""
+    out = []
+    for t in tests:
+        try:
+            with open(os.path.join(case_dir(m, lab, variant), R.case_file_name(t)),
+                      encoding="utf-8", errors="replace") as f:
+                outcome = f.readline().strip()
+        except OSError:
+            outcome = ""
+        if outcome != R.PASSED:
+            out.append(t)
+    return out
+
+
 def results_path(m: Manifest, lab: Lab, variant: str, group: str) -> str:
     return os.path.join(m.results_dir, f"{lab.day}.{variant}.{group}.json")
 
@@ -286,9 +302,12 @@ def check_lines(m: Manifest, lab: Lab, variant: str, tool: str) -> List[str]:
             cmd = [m.python, tool, "_sanitize", "--manifest", m.path, "--day", lab.day,
                    "--variant", variant, "--tool", tool_name, "--seconds", str(seconds)]
             lines.append(f"add_test({q(name)} " + " ".join(q(c) for c in cmd) + ")")
+            # --sanitize-only-if-passed: after the day's run, whose results it reads.
+            after = (f" FIXTURES_REQUIRED {q(lab.day + '.' + variant + '.run')}"
+                     if grading.get("sanitize_only_if_passed") else "")
             lines.append(f"set_tests_properties({q(name)} PROPERTIES LABELS "
                          f"\"{lab.day};{variant};gpu;sanitizer\" SKIP_RETURN_CODE 77 "
-                         f"TIMEOUT {seconds + 60} RUN_SERIAL TRUE)")
+                         f"TIMEOUT {seconds + 60} RUN_SERIAL TRUE{after})")
     return lines
 
 
