@@ -37,6 +37,8 @@ What the kernel must still say:
     registers, which values are read once and kept.
 """
 
+import os
+
 import triton
 import triton.language as tl
 
@@ -44,6 +46,18 @@ import triton.language as tl
 # A global a kernel reads must be a tl.constexpr: its value is compiled into the kernel.
 SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 GELU_CUBIC = tl.constexpr(0.044715)
+
+
+
+def tuning_bench(kernel_call, quantiles):
+    """How @triton.autotune times each configuration on a new key: triton.testing.do_bench (L2
+    flushed between runs, as the course's benchmarks do) for $CUDA_COURSE_TRITON_TUNE_MS
+    milliseconds of runs per configuration (default 100, Triton's own). The tests set 2: they
+    check the answer of whichever configuration wins, and every configuration on its own."""
+    rep = float(os.environ.get("CUDA_COURSE_TRITON_TUNE_MS") or 100)
+    return triton.testing.do_bench(kernel_call, warmup=max(1.0, rep / 4), rep=rep,
+                                   quantiles=quantiles)
+
 
 # Rows of up to this many columns are held in registers by one program (one read of x); longer
 # rows are streamed three times (Day 5, Exercises 2 and 3 make the same split).
@@ -72,6 +86,7 @@ SOFTMAX_REGISTER_COLS = 16384
         triton.Config({"BLOCK_M": 2, "BLOCK_N": 128}, num_warps=1),  # narrow rows
     ],
     key=["rows", "cols"],  # tuned again for every new shape (and dtype: Triton adds it)
+    do_bench=tuning_bench,
 )
 @triton.jit
 def add_bias_gelu_kernel(x_ptr, bias_ptr, y_ptr, rows, cols, BLOCK_M: tl.constexpr,
@@ -101,6 +116,7 @@ def add_bias_gelu_kernel(x_ptr, bias_ptr, y_ptr, rows, cols, BLOCK_M: tl.constex
 @triton.autotune(
     configs=[triton.Config({}, num_warps=w) for w in (2, 4, 8, 16)],
     key=["cols"],
+    do_bench=tuning_bench,
 )
 @triton.jit
 def softmax_kernel(x_ptr, y_ptr, cols, BLOCK_N: tl.constexpr):
@@ -122,6 +138,7 @@ def softmax_kernel(x_ptr, y_ptr, cols, BLOCK_N: tl.constexpr):
     configs=[triton.Config({"BLOCK_N": n}, num_warps=w) for n in (1024, 2048, 4096)
              for w in (4, 8)],
     key=["cols"],
+    do_bench=tuning_bench,
 )
 @triton.jit
 def softmax_streamed_kernel(x_ptr, y_ptr, cols, BLOCK_N: tl.constexpr):
@@ -156,6 +173,7 @@ def softmax_streamed_kernel(x_ptr, y_ptr, cols, BLOCK_N: tl.constexpr):
 @triton.autotune(
     configs=[triton.Config({}, num_warps=w) for w in (2, 4, 8, 16)],
     key=["hidden"],
+    do_bench=tuning_bench,
 )
 @triton.jit
 def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, hidden, eps, BLOCK_N: tl.constexpr):

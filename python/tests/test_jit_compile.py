@@ -44,11 +44,15 @@ class NvccBuilds(FreshCacheTest):
         super().setUpClass()
         cls.modules = {}
         cls.seconds = {}
+        for arch in sorted({a for _, a in BUILDS}):  # compiled side by side, per architecture
+            cls.cache.build_all([make() for make, a in BUILDS if a == arch], arch)
         for make, arch in BUILDS:
             spec = make()
             start = time.perf_counter()
             cls.modules[(spec.name, arch)] = cls.cache.load(spec, arch)
-            cls.seconds[(spec.name, arch)] = time.perf_counter() - start
+            with open(cls.cache.entry(spec, arch).path / "entry.json") as f:
+                built = json.load(f)["build_seconds"]
+            cls.seconds[(spec.name, arch)] = (built, time.perf_counter() - start)
 
     def module(self, spec, arch):
         return self.modules[(spec.name, arch)]
@@ -61,8 +65,9 @@ class NvccBuilds(FreshCacheTest):
             self.assertEqual(json.loads(module.spec()), json.loads(spec.spec_json()))
             for name in spec.exports:
                 self.assertTrue(module.implements_function(name), name)
-            print(f"\n    {spec.name} for {arch}: built and loaded in "
-                  f"{self.seconds[(spec.name, arch)]:.1f} s", end="")
+            built, loaded = self.seconds[(spec.name, arch)]
+            print(f"\n    {spec.name} for {arch}: built in {built:.1f} s (beside the others), "
+                  f"loaded in {loaded * 1e3:.0f} ms", end="")
         print()
 
     def test_the_entry_holds_the_sass_of_its_architecture(self):

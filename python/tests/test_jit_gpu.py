@@ -3,7 +3,8 @@ inputs, with the course's tolerances (common/course/dtype.h: a bound on the rela
 and one per element, |got - ref| <= elem * (|ref| + rms(ref))). Also: the caller's stream is
 honoured, a second call compiles nothing, an unaligned tensor gets (and passes with) the
 1-element specialisation. Skipped, saying why, without PyTorch, a GPU, nvcc or the JIT's
-packages. The modules are compiled into a fresh cache folder (the first run takes a minute)."""
+packages. The modules are compiled into a fresh cache folder, side by side before each class's
+tests (jit.compile_all)."""
 
 import math
 import unittest
@@ -38,9 +39,29 @@ if torch is not None:
     DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
+BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def widest(dtype, hidden):
+    """The vector width jit.rmsnorm picks for aligned tensors (16 bytes when it divides)."""
+    vec = 16 // BYTES[dtype]
+    return vec if hidden % vec == 0 else 1
+
+
 @unittest.skipIf(SKIP, SKIP or "")
 class GpuRmsNorm(FreshCacheTest):
     CACHE_PREFIX = "cuda_course_jit_gpu_"
+    SIZES = ((37, 4096), (5, 1000), (9, 128), (3, 16384), (64, 5120), (2, 1))
+
+    @classmethod
+    def setUpClass(cls):
+        # The specialisations the tests below call, compiled side by side first (each call then
+        # loads its entry from disk; one the list misses is compiled at its call, as usual).
+        super().setUpClass()
+        specs = [jit.rmsnorm_spec(d, h, widest(d, h)) for d in DT for _, h in cls.SIZES]
+        specs += [jit.rmsnorm_spec(d, 2048, widest(d, 2048), fused_add=True) for d in DT]
+        specs += [jit.rmsnorm_spec("bfloat16", 4096, 1), jit.rmsnorm_spec("bfloat16", 3072, 8)]
+        jit.compile_all(cache=cls.cache, specs=specs)
 
     def inputs(self, dtype, rows, hidden, offset=0):
         g = torch.Generator(device="cuda").manual_seed(rows * 7 + hidden)
@@ -55,7 +76,7 @@ class GpuRmsNorm(FreshCacheTest):
 
     def test_rmsnorm_every_dtype_and_size_class(self):
         for dtype in ("bfloat16", "float16", "float32"):
-            for rows, hidden in ((37, 4096), (5, 1000), (9, 128), (3, 16384), (64, 5120), (2, 1)):
+            for rows, hidden in self.SIZES:
                 with self.subTest(dtype=dtype, rows=rows, hidden=hidden):
                     x, w = self.inputs(dtype, rows, hidden)
                     y = jit.rmsnorm(x, w, 1e-5, cache=self.cache)
@@ -161,6 +182,14 @@ def decode_ref(q, k, v, indptr, indices, last, scale):
 @unittest.skipIf(SKIP, SKIP or "")
 class GpuDecodeAttention(FreshCacheTest):
     CACHE_PREFIX = "cuda_course_jit_gpu_"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()  # as GpuRmsNorm's: the specialisations below, side by side first
+        specs = [jit.decode_spec(d, dim, g) for d in ("bfloat16", "float16") for dim in (64, 128)
+                 for g in (1, 4, 8)]
+        specs += [jit.decode_spec("bfloat16", 128, g) for g in (2, 3, 5)]
+        jit.compile_all(cache=cls.cache, specs=specs)
 
     def check(self, dtype, dim, group, lengths, page_size=16, kv_heads=2, splits=1, seed=0):
         k, v, indptr, indices, last = paged_cache(lengths, page_size, kv_heads, dim, dtype, seed)

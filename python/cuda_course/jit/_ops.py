@@ -347,14 +347,13 @@ def decode_attention(q, k_cache, v_cache, kv_indptr, kv_page_indices, kv_last_pa
     return out, lse
 
 
-def compile_all(arch=None, cache=None):
-    """Builds (or finds) the modules of the common specialisations, e.g. ahead of a benchmark:
-    RMSNorm bfloat16 at hidden 4096 and 8192, decode attention bfloat16/float16 at head_dim 128,
-    groups 1, 4, 8. Returns the number of compiles it did."""
+def compile_all(arch=None, cache=None, specs=None, jobs=None):
+    """Builds (or finds) modules ahead of their first call, side by side (JitCache.build_all),
+    e.g. before a benchmark: `specs`, by default the common specialisations (RMSNorm bfloat16 at
+    hidden 4096 and 8192, decode attention bfloat16/float16 at head_dim 128, groups 1, 4, 8).
+    Returns the number of compiles it did."""
     cache = cache or default_cache()
-    before = cache.stats["compiles"]
-    specs = [rmsnorm_spec("bfloat16", h, 8) for h in (4096, 8192)]
-    specs += [decode_spec(d, 128, g) for d in ("bfloat16", "float16") for g in (1, 4, 8)]
-    for spec in specs:
-        cache.load(spec, None if arch is None else normalize_arch(arch))
-    return cache.stats["compiles"] - before
+    if specs is None:
+        specs = [rmsnorm_spec("bfloat16", h, 8) for h in (4096, 8192)]
+        specs += [decode_spec(d, 128, g) for d in ("bfloat16", "float16") for g in (1, 4, 8)]
+    return cache.build_all(specs, None if arch is None else normalize_arch(arch), jobs=jobs)
