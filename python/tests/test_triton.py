@@ -15,6 +15,11 @@ What runs where:
     subprocess): where PyTorch and Triton are, GPU or not;
   - on the GPU: where PyTorch, Triton (for the Triton kernels) and the course's library (for
     the CUDA ones) are. Each skips saying which is missing, never passes without running.
+
+This file holds the comparison, the argument checks, the CUDA solutions and the interpreter's
+run; the Triton kernels on the GPU are test_triton_gelu.py, test_triton_softmax.py and
+test_triton_rmsnorm.py (one file per operation, so that ctest compiles them side by side), and
+what all of them share is triton_checks.py.
 """
 
 import os
@@ -23,133 +28,25 @@ import sys
 import textwrap
 import unittest
 
-PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, PYTHON_DIR)
-# The autotuner times each configuration 2 ms instead of 100 on every new shape: these tests
-# check the answer of whichever wins (and of every configuration, test_every_configuration).
-os.environ.setdefault("CUDA_COURSE_TRITON_TUNE_MS", "2")
-
-import cuda_course  # noqa: E402
-from cuda_course import triton_ops  # noqa: E402
-
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None
-
-try:
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
-
-try:
-    import triton
-except ImportError:  # pragma: no cover
-    triton = None
-
-if np is not None:
-    from cuda_course import reference
-else:  # pragma: no cover
-    reference = None
-
-DTYPES = ("float32", "float16", "bfloat16")
-EPS = 1e-5
-# (rows, cols): one row, one column, a warp's worth and one past it, primes, 4096 and 8192 (16-byte
-# rows), a width past the registers of the Triton softmax (streamed three times).
-SHAPES = [(1, 1), (1, 8192), (3, 31), (2, 33), (7, 7919), (33, 1000), (257, 4096), (3, 20011)]
-MAX_HIDDEN = triton_ops.MAX_HIDDEN
-FEW_ELEMENTS = 16  # test_d02.cu's kFewElements
-
-
-def _needs(*what):
-    """Why a test class cannot run here, or None. what: 'numpy', 'torch', 'triton', 'gpu',
-    'library'."""
-    if "numpy" in what and np is None:
-        return "numpy is not installed"
-    if "torch" in what and torch is None:
-        return "PyTorch is not installed (python3 -m pip install torch)"
-    if "triton" in what and triton is None:
-        return "Triton is not installed (it comes with PyTorch's Linux wheels; pip install triton)"
-    if "gpu" in what and not torch.cuda.is_available():
-        return "no CUDA GPU (torch.cuda.is_available() is False)"
-    if "library" in what and not cuda_course.library_path().is_file():
-        return (f"{cuda_course.library_path()} does not exist: build the course_py target and set "
-                "CUDA_COURSE_LIB")
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# One check, shared by the GPU tests and the interpreter's subprocess.
-
-
-def make_inputs(op, dtype, rows, cols, seed, device):
-    """Seeded inputs of `op`, rounded to `dtype`, on `device` (drawn on the CPU, so that a seed
-    gives the same values on every device)."""
-    g = torch.Generator().manual_seed(seed)
-    t = getattr(torch, dtype)
-
-    def uniform(shape, lo, hi):
-        return torch.rand(*shape, generator=g, dtype=torch.float64) * (hi - lo) + lo
-
-    if op == "add_bias_gelu":
-        # As test_d02.cu: x in [-3, 3) and a bias in [-1, 1), GeLU's curved part and both tails;
-        # an output of fewer than 16 elements has no rms to measure the cancellation of
-        # 0.5 v (1 + tanh(u)) for v << 0 against (lesson 2 §6.4): sums in [-1, 3) there.
-        few = rows * cols < FEW_ELEMENTS
-        x = uniform((rows, cols), -0.5 if few else -3.0, 2.0 if few else 3.0)
-        bias = uniform((cols,), -0.5 if few else -1.0, 1.0)
-        return [x.to(t).to(device), bias.to(t).to(device)]
-    if op == "softmax":
-        return [(torch.randn(rows, cols, generator=g, dtype=torch.float64) * 4).to(t).to(device)]
-    x = torch.randn(rows, cols, generator=g, dtype=torch.float64)
-    w = torch.rand(cols, generator=g, dtype=torch.float64) + 0.5
-    return [x.to(t).to(device), w.to(t).to(device)]
-
-
-def reference_of(op, inputs):
-    values = [t.double().cpu().numpy() for t in inputs]
-    if op == "add_bias_gelu":
-        return reference.add_bias_gelu(*values)
-    if op == "softmax":
-        return reference.softmax_rows(*values)
-    return reference.rmsnorm(*values, EPS)
-
-
-def call(fn, op, inputs, out, **kwargs):
-    if op == "rmsnorm":
-        return fn(*inputs, EPS, out=out, **kwargs)
-    return fn(*inputs, out=out, **kwargs)
-
-
-def problem(fn, op, dtype, rows, cols, seed, device, inputs=None, **kwargs):
-    """None when fn (a cuda_course or triton_ops function) computes `op` right on seeded inputs,
-    else what is wrong. The output is poisoned with NaN first."""
-    if inputs is None:
-        inputs = make_inputs(op, dtype, rows, cols, seed, device)
-    out = torch.full((rows, cols), float("nan"), dtype=inputs[0].dtype, device=device)
-    got = call(fn, op, inputs, out, **kwargs)
-    if got is not out:
-        return "the function did not return the out= tensor it was given"
-    what = f"{op} {dtype} {rows}x{cols}" + (f" {kwargs}" if kwargs else "")
-    return reference.compare(out.double().cpu().numpy(), reference_of(op, inputs), dtype, what)
-
-
-def masked_softmax_inputs(dtype, device):
-    """Rows with masked (-inf) entries, a fully masked row, a NaN and a +inf: the answers of
-    course/reference/softmax.h (0, a row of NaN, a row of NaN, a row of NaN)."""
-    x = make_inputs("softmax", dtype, 5, 300, 7, "cpu")[0]
-    x[0, ::3] = -float("inf")
-    x[1, :] = -float("inf")
-    x[2, 17] = float("nan")
-    x[3, 299] = float("inf")
-    return [x.to(device)]
-
+from triton_checks import (  # noqa: E402 (it puts the package on sys.path)
+    CUDA_SKIP,
+    PYTHON_DIR,
+    TRITON_SKIP,
+    Checks,
+    cuda_course,
+    needs,
+    np,
+    reference,
+    torch,
+    triton,
+    triton_ops,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The comparison and the references: what every other test relies on.
 
 
-@unittest.skipIf(_needs("numpy"), _needs("numpy") or "")
+@unittest.skipIf(needs("numpy"), needs("numpy") or "")
 class TheComparison(unittest.TestCase):
     def test_nan_never_passes(self):
         ref = np.linspace(-1, 1, 64).reshape(4, 16)
@@ -241,7 +138,7 @@ class TritonArguments(unittest.TestCase):
         self.assertRegex(done.stdout, r"needs (PyTorch|Triton), which is not installed: "
                                       r"python3 -m pip install")
 
-    @unittest.skipIf(_needs("torch"), _needs("torch") or "")
+    @unittest.skipIf(needs("torch"), needs("torch") or "")
     def test_dtype_shape_layout_and_device_are_named(self):
         f32 = torch.zeros(4, 8)
         with self.assertRaisesRegex(TypeError, r"^x: expected dtype float32, float16 or bfloat16, "
@@ -265,88 +162,29 @@ class TritonArguments(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------------------------
-# On the GPU.
-
-
-class _Checks:
-    """Runs `problem` over dtypes and shapes; subclasses say which functions."""
-
-    device = "cuda"
-
-    def assert_right(self, fn, op, dtypes=DTYPES, shapes=SHAPES, seed=1234, **kwargs):
-        for dtype in dtypes:
-            for i, (rows, cols) in enumerate(shapes):
-                if op == "rmsnorm" and cols > MAX_HIDDEN:
-                    continue
-                with self.subTest(op=op, dtype=dtype, shape=(rows, cols), **kwargs):
-                    message = problem(fn, op, dtype, rows, cols, seed + i, self.device, **kwargs)
-                    self.assertIsNone(message, message)
-
-    def assert_masked_softmax(self, fn):
-        for dtype in DTYPES:
-            with self.subTest(dtype=dtype):
-                inputs = masked_softmax_inputs(dtype, self.device)
-                message = problem(fn, "softmax", dtype, 5, 300, 0, self.device, inputs=inputs)
-                self.assertIsNone(message, message)
-
-    # The three operations of `ops` (a module: cuda_course or triton_ops) against the same
-    # references; RMSNorm in the dtypes `rmsnorm_dtypes` its implementation takes.
-    ops = None
-    rmsnorm_dtypes = DTYPES
-
-    def test_add_bias_gelu(self):
-        self.assert_right(self.ops.add_bias_gelu, "add_bias_gelu")
-
-    def test_softmax(self):
-        self.assert_right(self.ops.softmax, "softmax")
-
-    def test_softmax_of_masked_and_non_finite_rows(self):
-        self.assert_masked_softmax(self.ops.softmax)
-
-    def test_rmsnorm(self):
-        self.assert_right(self.ops.rmsnorm, "rmsnorm", dtypes=self.rmsnorm_dtypes)
-
-
-CUDA_SKIP = _needs("numpy", "torch", "gpu", "library")
+# The CUDA solutions on the GPU, against the references the Triton kernels meet.
 
 
 @unittest.skipIf(CUDA_SKIP, CUDA_SKIP or "")
-class CudaSolutions(_Checks, unittest.TestCase):
+class CudaSolutions(Checks, unittest.TestCase):
     """The CUDA solutions through cuda_course, on the references the Triton kernels meet."""
 
-    ops = cuda_course
-    rmsnorm_dtypes = ("bfloat16",)  # Day 6's RMSNorm is bfloat16
+    def test_add_bias_gelu(self):
+        self.assert_right(cuda_course.add_bias_gelu, "add_bias_gelu")
+
+    def test_softmax(self):
+        self.assert_right(cuda_course.softmax, "softmax")
+
+    def test_softmax_of_masked_and_non_finite_rows(self):
+        self.assert_masked_softmax(cuda_course.softmax)
+
+    def test_rmsnorm(self):
+        self.assert_right(cuda_course.rmsnorm, "rmsnorm", dtypes=("bfloat16",))  # Day 6's dtype
 
     def test_a_softmax_into_its_own_input_is_refused(self):
         x = torch.zeros(4, 8, device="cuda")
         with self.assertRaisesRegex(ValueError, r"^out: must not overlap x"):
             cuda_course.softmax(x, out=x)
-
-
-TRITON_SKIP = _needs("numpy", "torch", "triton", "gpu")
-
-
-@unittest.skipIf(TRITON_SKIP, TRITON_SKIP or "")
-class TritonKernels(_Checks, unittest.TestCase):
-    """The Triton kernels on the GPU: tuned, then every configuration of each."""
-
-    ops = triton_ops
-
-    def test_every_configuration(self):
-        few = [(1, 1), (7, 7919), (33, 1000)]
-        for op in ("add_bias_gelu", "softmax", "rmsnorm"):
-            fn = getattr(triton_ops, op)
-            for config in range(len(triton_ops.configs(op))):
-                self.assert_right(fn, op, dtypes=("float32", "bfloat16"), shapes=few,
-                                  config=config)
-        for config in range(len(triton_ops.configs("softmax_streamed"))):
-            self.assert_right(triton_ops.softmax, "softmax", dtypes=("float32",),
-                              shapes=[(3, 20011)], config=config)
-
-    def test_a_configuration_out_of_range_is_named(self):
-        x = torch.zeros(2, 8, device="cuda")
-        with self.assertRaisesRegex(ValueError, r"^config: softmax has configurations 0 to"):
-            triton_ops.softmax(x, config=99)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,7 +193,7 @@ class TritonKernels(_Checks, unittest.TestCase):
 INTERPRETER_SCRIPT = textwrap.dedent("""
     import sys
     sys.path[:0] = [sys.argv[1], sys.argv[2]]
-    import test_triton as t
+    import triton_checks as t
     from cuda_course import triton_ops
     assert triton_ops.interpreted()
     shapes = [(1, 1), (3, 33), (5, 257), (2, 4099)]
@@ -381,10 +219,11 @@ INTERPRETER_SCRIPT = textwrap.dedent("""
     sys.exit(1 if failures else 0)
 """)
 
-INTERPRETER_SKIP = _needs("numpy", "torch", "triton") or (
+INTERPRETER_SKIP = needs("numpy", "torch", "triton") or (
     "" if TRITON_SKIP else
-    "a CUDA GPU is here: TritonKernels runs these kernels compiled, on it (the interpreter's "
-    "handling of runtime scalars differs between Triton versions; it stands in for a GPU only)")
+    "a CUDA GPU is here: test_triton_{gelu,softmax,rmsnorm}.py run these kernels compiled, on "
+    "it (the interpreter's handling of runtime scalars differs between Triton versions; it "
+    "stands in for a GPU only)")
 
 
 @unittest.skipIf(INTERPRETER_SKIP, INTERPRETER_SKIP or "")
