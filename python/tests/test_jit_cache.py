@@ -232,6 +232,25 @@ class DiskCache(unittest.TestCase):
         self.assertIn("error", str(ctx.exception))
         self.assertEqual(self.entries(), [], "no entry and no temporary folder")
 
+    def test_build_all_compiles_each_missing_entry_once_side_by_side(self):
+        cache = self.cache()
+        specs = [selftest_spec(21), selftest_spec(22), selftest_spec(21)]  # a repeat: one entry
+        self.assertEqual(cache.build_all(specs, jobs=2), 2)
+        self.assertEqual(len(self.entries()), 2)
+        self.assertEqual(cache.build_all(specs), 0, "whole entries are not built again")
+        self.assertEqual(cache.load(selftest_spec(22)).add_constant(1), 23)
+        self.assertEqual((cache.stats["compiles"], cache.stats["disk_hits"]), (2, 1))
+
+    def test_build_all_builds_the_others_then_raises_the_failure(self):
+        bad = jit.JitSpec("selftest_bad", "selftest.cc.jinja", {"addend": "1 +"},
+                          exports=("add_constant",))
+        cache = self.cache()
+        with self.assertRaises(jit.CompileError) as ctx:
+            cache.build_all([bad, selftest_spec(23)], jobs=2)
+        self.assertIn("selftest_bad", str(ctx.exception))
+        (entry,) = self.entries()
+        self.assertTrue(entry.startswith("selftest_a23-"), entry)
+
     def test_concurrent_first_use_compiles_once(self):
         processes = 4
         start = os.path.join(self.root, "go")
