@@ -119,6 +119,13 @@ def check(lab: str) -> List[str]:
         problems.append(f"labs/{lab}/test_{day}.cu: COURSE_POINTS({m.group(1)}, ...): the "
                         "points are in lab.json")
 
+    # Every exercise is timed by a graded row, or says which rows time its code (or why none can).
+    for e in spec.exercises:
+        if not e.benchmarks and not e.note.strip():
+            problems.append(f"labs/{lab}/lab.json: Exercise {e.number} ({e.id}) has no graded "
+                            "benchmark rows and no note saying which rows time its code or why "
+                            "none can")
+
     # TODO ids cited anywhere a student reads.
     lesson = glob.glob(os.path.join(ROOT, "lessons", f"{day}_*.md"))
     for path in [readme, hints] + lesson:

@@ -142,6 +142,8 @@ class LabsCheckTest(unittest.TestCase):
                 edit(f"labs/{lab}/README.md", "### Exercise 2 — SAXPY", "### Exercise 2 — saxpy")
                 edit(f"labs/{lab}/hints.md", "## Saxpy", "## Saxpi")
                 edit(f"solutions/{lab}/kernel.cu", "TODO(d01.1)", "TODO(d01.7)")
+                edit(f"labs/{lab}/lab.json",
+                     '"note": "host code (the device\'s properties): no kernel to time",', "")
                 with open(os.path.join(d, "labs", lab, "test_d01.cu"), "a") as f:
                     f.write("\nCOURSE_POINTS(VectorAdd, 99);\n")
                 text = "\n".join(labs.check(lab))
@@ -150,6 +152,7 @@ class LabsCheckTest(unittest.TestCase):
                 self.assertIn("TODO(d01.7) names no exercise", text)
                 self.assertIn("no TODO(d01.1) for Exercise 1", text)
                 self.assertIn("COURSE_POINTS(VectorAdd, ...): the points are in lab.json", text)
+                self.assertIn("Exercise 3 (d01.3) has no graded benchmark rows and no note", text)
             finally:
                 labs.ROOT = old_root
 
