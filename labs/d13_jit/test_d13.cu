@@ -21,7 +21,8 @@
 //   (in order)")                       CacheKey.KeepsTheOptionsInOrderAndAsWritten
 //   an entry's header fields misplaced, big-endian or missing
 //                                      CacheEntry.RoundTripsAndHasTheDocumentedHeader
-//   decode_entry accepts a truncated or extended entry (the size unchecked)
+//   decode_entry accepts a truncated or extended entry, or a size field that disagrees with
+//   the payload (the size unchecked, or only bounded)
 //                                      CacheEntry.RejectsTruncatedEntries
 //   decode_entry accepts a flipped bit (magic, version, header size, hash)
 //                                      CacheEntry.RejectsCorruptEntries
@@ -34,7 +35,10 @@
 //   file system)                       DiskCache.WritesTheTemporaryFileInTheCacheFolder...
 //   a temporary name without a per-call counter (two threads of one pid collide)
 //                                      DiskCache.TwoThreadsWritingTheSameKeyDoNotCollide
-//   a temporary file left behind       DiskCache.StoresLoadsAndClears, both race tests
+//   a temporary file left behind       DiskCache.StoresLoadsAndClears, both race tests,
+//                                      DiskCache.AWriteThatFailsPartWayLeavesNothing
+//   a short write taken for the whole file, a write error ignored
+//                                      DiskCache.AWriteThatFailsPartWayLeavesNothing
 //   no fsync before the rename, or of the folder
 //                                      not testable short of a power cut: read in review (§5)
 //   compile_cubin returns PTX, or not the lowered name
@@ -69,6 +73,7 @@
 //                                      Autotune.TimesTheCandidatesOnceThenUsesTheRecordedWinner,
 //                                      Autotune.RecordsOneWinnerPerDtypeAndHiddenSize
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +82,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -306,6 +312,20 @@ TEST(CacheEntry, RejectsTruncatedEntries) {
         << " bytes was accepted: compare the payload size in the header with what is there";
   EXPECT_FALSE(decodes(entry + "x", "an extended entry"))
       << "an entry with a byte too many was accepted: the size must match exactly";
+  // The size field against what follows the header, with the checksum left whole: a field one
+  // smaller or one larger than the payload it stands before is another file, not this entry.
+  for (const int delta : {-1, 1}) {
+    std::string bad = entry;
+    std::uint64_t size = 0;
+    for (int i = 0; i < 8; ++i)
+      size |= std::uint64_t{static_cast<unsigned char>(bad[16 + i])} << (8 * i);
+    size += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
+    for (int i = 0; i < 8; ++i) bad[16 + i] = static_cast<char>((size >> (8 * i)) & 0xff);
+    EXPECT_FALSE(decodes(bad, "an entry whose size field is off by one"))
+        << "an entry whose size field says " << size << " before a payload of "
+        << entry.size() - d13::kEntryHeaderBytes << " bytes (checksum intact) was accepted: "
+        << "the size field must equal what follows the header exactly (lab.h)";
+  }
 }
 
 TEST(CacheEntry, RejectsCorruptEntries) {
@@ -631,6 +651,56 @@ TEST(DiskCache, WritesTheTemporaryFileInTheCacheFolderAndRenamesIt) {
   const std::vector<std::string> left = observed(files_in(dir.path()), "the cache folder");
   EXPECT_EQ(left, std::vector<std::string>{name})
       << "the folder must hold " << name << " and nothing else; it holds: " << joined(left);
+}
+
+// write() may write fewer bytes than asked (a full disk, a file-size limit, a signal): the rest
+// must be written too, or the call must fail and leave nothing. A child process sets a file-size
+// limit below the file's size (RLIMIT_FSIZE, SIGXFSZ ignored: write() then writes what fits and
+// fails with EFBIG), so that a loop that stops after one short write renames a truncated file
+// onto the final name, and a failure that keeps its temporary file leaves it in the folder.
+TEST(DiskCache, AWriteThatFailsPartWayLeavesNothing) {
+  TempDir dir;
+  const std::string path = dir.path() + "/entry.cubin";
+  const std::string bytes(64 * 1024, 'x');
+  constexpr rlim_t kLimit = 4096;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0) << "fork failed";
+  if (child == 0) {  // the child: write under the limit, and leave without running test code
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{};
+    int status = 3;  // 3: the limit could not be set
+    if (::getrlimit(RLIMIT_FSIZE, &limit) == 0) {
+      limit.rlim_cur = kLimit;
+      if (::setrlimit(RLIMIT_FSIZE, &limit) == 0) {
+        try {
+          d13::write_file_atomically(path, bytes);
+          status = 0;
+        } catch (const std::runtime_error&) {
+          status = 1;
+        } catch (...) {
+          status = 2;
+        }
+      }
+    }
+    ::_exit(status);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int code = observed(WIFEXITED(status) ? WEXITSTATUS(status) : 100, "the writer's exit");
+  if (code == 3) GTEST_SKIP() << "this machine does not let a process lower RLIMIT_FSIZE";
+  EXPECT_NE(code, 0) << "write_file_atomically returned although only " << kLimit << " of its "
+                     << bytes.size() << " bytes could be written (a file-size limit): write "
+                     << "until every byte is written, and throw when write() fails (lesson §5)";
+  EXPECT_NE(code, 2) << "write_file_atomically threw something other than std::runtime_error "
+                     << "(TODO d13.3)";
+  EXPECT_NE(code, 100) << "the writer process died (a signal): SIGXFSZ was ignored, so a write "
+                       << "past the limit fails with EFBIG instead";
+  EXPECT_FALSE(observed(std::filesystem::exists(path), "the final name exists"))
+      << "a file was renamed onto " << path << " although the write failed part-way";
+  const std::vector<std::string> left = observed(files_in(dir.path()), "the cache folder");
+  EXPECT_TRUE(left.empty()) << "a write that fails must remove its temporary file; the folder "
+                            << "holds: " << joined(left);
 }
 
 // ------------------------------------------------------------------------------------------
