@@ -28,7 +28,8 @@
 #              that much wherever it hangs), MUTANT_JOBS (students graded at once; default 4),
 #              SANITIZE_SECONDS (the time limit of each checker run; default 300),
 #              SANITIZE_JOBS (checker runs at once; default 1), GRADE_OVERHEAD (grade: grade the
-#              class a second time without the sandbox and the object check, and time both),
+#              class a second time without the sandbox, the object check and the replay, and time
+#              both), GRADE_DAYS (grade: only these days of the class, e.g. d02),
 #              CHECK_NO_REBUILD (check: leave
 #              the starters unbuilt after), ATTACK_JOBS (attacks: students graded at once).
 # Exit status: 0 when the table's verdict is OK, 1 otherwise.
@@ -189,21 +190,23 @@ if want grade; then
   nstudents=$(ls "$out/class" | wc -l)
   start=$(date +%s.%N)
   "$bin/course" grade "$out/class" --out "$out/grades" --jobs 4 --test-timeout 20 \
-    >"$out/grade.log" 2>&1
+    ${GRADE_DAYS:+--days "$GRADE_DAYS"} >"$out/grade.log" 2>&1
   echo "course grade exit $?"
   end=$(date +%s.%N)
   echo "grading the synthetic class ($nstudents students): $(python3 -c "print(f'{$end - $start:.0f}')") s" \
     | tee -a "$out/timings.txt"
   grep -E "^[a-z_]+ +\|" "$out/grade.log" | cut -c1-220
   if [ -n "${GRADE_OVERHEAD:-}" ]; then
-    # What the defences cost a class's grading: the same class again without the sandbox and
-    # the object check (the two that can be switched off), on the same machine, right after.
+    # What the defences cost a class's grading: the same class again without the sandbox, the
+    # object check and the replay in the reference program (the three that can be switched off
+    # to measure them), on the same machine, right after.
     start=$(date +%s.%N)
     "$bin/course" grade "$out/class" --out "$out/grades-undefended" --jobs 4 --test-timeout 20 \
-      --no-sandbox --no-object-check >"$out/grade-undefended.log" 2>&1
-    echo "course grade --no-sandbox --no-object-check exit $?"
+      --no-sandbox --no-object-check --no-replay ${GRADE_DAYS:+--days "$GRADE_DAYS"} \
+      >"$out/grade-undefended.log" 2>&1
+    echo "course grade --no-sandbox --no-object-check --no-replay exit $?"
     end=$(date +%s.%N)
-    echo "grading the synthetic class without the sandbox and the object check: $(python3 -c "print(f'{$end - $start:.0f}')") s" \
+    echo "grading the synthetic class without the sandbox, the object check and the replay: $(python3 -c "print(f'{$end - $start:.0f}')") s" \
       | tee -a "$out/timings.txt"
   fi
   if "$bin/course" leaderboard --help >/dev/null 2>&1; then

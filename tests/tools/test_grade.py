@@ -211,6 +211,15 @@ class CtestFilesTest(unittest.TestCase):
                         .sanitize_only_if_passed)
         self.assertFalse(grade.Options(out="x").sanitize_only_if_passed)
 
+    def test_the_replay_is_on_unless_switched_off_to_measure_it(self):
+        from course import cli  # noqa: PLC0415
+        self.assertTrue(grade.Options(out="x").replay)
+        self.assertFalse(grade.Options(out="x", replay=False).replay)
+        grade_parser = cli.build_parser()._subparsers._group_actions[0].choices["grade"]
+        self.assertFalse(grade_parser.parse_args(["c"]).no_replay)
+        self.assertTrue(grade_parser.parse_args(["c", "--no-replay"]).no_replay)
+        self.assertIn("forge its verdicts", " ".join(grade_parser.format_help().split()))
+
     def test_the_default_is_the_graders(self):
         self.assertEqual(grade.Options(out="x").sanitize_seconds, grade.SANITIZE_SECONDS)
         self.assertEqual(grade.Options(out="x", sanitize_seconds=90).sanitize_seconds, 90)

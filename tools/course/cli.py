@@ -476,6 +476,7 @@ def cmd_grade(args) -> int:
                          regrade=args.regrade, ctest_jobs=args.ctest_jobs,
                          sanitize_seconds=args.sanitize_timeout,
                          sanitize_only_if_passed=args.sanitize_only_if_passed,
+                         replay=not args.no_replay,
                          use_sandbox=not args.no_sandbox,
                          submissions=args.submissions, object_check=not args.no_object_check)
     try:
@@ -639,6 +640,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the early check of each compiled kernel.cu (what it defines, "
                    "calls and includes): only to test that the grader's other defences hold "
                    "without it (tests/grading/attacks.py)")
+    g.add_argument("--no-replay", action="store_true",
+                   help="take each student's verdicts from the student's own program, without "
+                   "running every passing case again in the reference program: only to measure "
+                   "what the replay costs (scripts/gpu-check.sh GRADE_OVERHEAD); a program can "
+                   "forge its verdicts then")
     g.add_argument("--only-index", type=int, help="grade only the N-th student (0-based, in "
                    "name order): one Slurm array task")
     g.add_argument("--no-merge", action="store_true", help="do not write the class files "

@@ -108,7 +108,8 @@ class Options:
                  test_timeout: Optional[float] = None, regrade: bool = False,
                  ctest_jobs: int = 4, session: str = "", say=print,
                  sanitize_seconds: int = 0, use_sandbox: bool = True, submissions: str = "",
-                 object_check: bool = True, sanitize_only_if_passed: bool = False):
+                 object_check: bool = True, sanitize_only_if_passed: bool = False,
+                 replay: bool = True):
         # Absolute: the compile and link commands and ctest run in other folders.
         self.out, self.jobs, self.bench, self.days = os.path.abspath(out), jobs, bench, days
         self.test_timeout, self.regrade, self.ctest_jobs = test_timeout, regrade, ctest_jobs
@@ -121,6 +122,9 @@ class Options:
         self.submissions = os.path.abspath(submissions) if submissions else ""
         # Off only to show that the other defences hold without it (tests/grading/attacks.py).
         self.object_check = object_check
+        # Off only to measure what the replay costs (scripts/gpu-check.sh GRADE_OVERHEAD): the
+        # students' own programs then decide their verdicts, which they can forge.
+        self.replay = replay
 
 
 def student_dir(opts: Options, dirname: str) -> str:
@@ -530,7 +534,7 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
     sub = submission.find(student.folder, labs, student.id)
     sdir = student_dir(opts, student.dirname)
     fingerprint = hashlib.sha1(f"{sub.fingerprint()}:{class_id(m)}:{opts.bench}:"
-                               f"{opts.use_sandbox}:{opts.object_check}:"
+                               f"{opts.use_sandbox}:{opts.object_check}:{opts.replay}:"
                                f"{','.join(l.day for l in labs)}"
                                .encode()).hexdigest()[:16]
     done = os.path.join(sdir, "grade.json")
@@ -606,7 +610,8 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
                 pass  # the checks themselves will say so
     sm = student_manifest(m, sdir, labs, builds, opts.test_timeout,
                           {"sandbox": jail.prefix(os.path.join(sdir, "sandbox", "tests")),
-                           "verify": True, "sanitize_seconds": opts.sanitize_seconds,
+                           "verify": True, "replay": opts.replay,
+                           "sanitize_seconds": opts.sanitize_seconds,
                            "sanitize_only_if_passed": opts.sanitize_only_if_passed})
     write_ctest_files(sm, sdir)
 
@@ -748,7 +753,7 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
         "fingerprint": fingerprint,
         "graded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "session": opts.session, "gpu": gpu, "submission": sub.to_json(),
-        "sandbox": opts.use_sandbox,
+        "sandbox": opts.use_sandbox, "replay": opts.replay,
         "seconds": {"build": round(build_seconds, 1), "tests": round(test_seconds, 1),
                     "total": round(time.monotonic() - started, 1)},
         "days": days,
@@ -1130,6 +1135,8 @@ def grade_class(m: Manifest, submissions: str, opts: Options,
     opts.say(f"grading {len(students)} students in {submissions} into {opts.out} "
              f"(class build {m.binary_dir}; {opts.jobs} at a time"
              + ("" if opts.use_sandbox else "; WITHOUT the sandbox: submissions are trusted")
+             + ("" if opts.replay else "; WITHOUT the replay: the students' programs decide "
+                "their own verdicts")
              + ")")
     errors = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
