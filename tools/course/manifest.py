@@ -93,7 +93,8 @@ class Manifest:
     labs: List[Lab]
     # Set in the manifest the grader writes for a student (grade.py): {"sandbox": the command
     # line that runs a student's program in the sandbox (sandbox.py), [] for none; "verify":
-    # true: every passing case is checked again in the reference program (testrun.py)}.
+    # true: every passing case is checked again in the reference program (testrun.py), unless
+    # "replay": false (course grade --no-replay, to measure what that costs)}.
     grading: Dict = field(default_factory=dict)
 
     def find(self, text: str) -> Optional[Lab]:
