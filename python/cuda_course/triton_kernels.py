@@ -48,7 +48,6 @@ SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 GELU_CUBIC = tl.constexpr(0.044715)
 
 
-
 def tuning_bench(kernel_call, quantiles):
     """How @triton.autotune times each configuration on a new key: triton.testing.do_bench (L2
     flushed between runs, as the course's benchmarks do) for $CUDA_COURSE_TRITON_TUNE_MS

@@ -30,14 +30,23 @@ def case_dir(m: Manifest, lab: Lab, variant: str) -> str:
     return os.path.join(m.results_dir, f"{lab.day}.{variant}")
 
 
+def case_path(m: Manifest, lab: Lab, variant: str, test: str) -> str:
+    """Where the day's run records one case's result (report_case.sh reads it)."""
+    return os.path.join(case_dir(m, lab, variant), R.case_file_name(test))
+
+
+def run_fixture(lab: Lab, variant: str, group: str = "main") -> str:
+    """The ctest fixture that runs (lab, variant)'s `group` of cases: dNN.<variant>.run(_serial)."""
+    return f"{lab.day}.{variant}.run" + ("" if group == "main" else "_serial")
+
+
 def cases_not_passed(m: Manifest, lab: Lab, variant: str, tests: List[str]) -> List[str]:
     """The tests among `tests` whose recorded result (the day's run, case_dir) is not a pass:
     failed, crashed, timed out, skipped, or never recorded."""
     out = []
     for t in tests:
         try:
-            with open(os.path.join(case_dir(m, lab, variant), R.case_file_name(t)),
-                      encoding="utf-8", errors="replace") as f:
+            with open(case_path(m, lab, variant, t), encoding="utf-8", errors="replace") as f:
                 outcome = f.readline().strip()
         except OSError:
             outcome = ""
@@ -152,8 +161,7 @@ def run_sharded(binary: str, tests: List[str], *, shards: int, **kw):
 
 def write_case(m: Manifest, lab: Lab, variant: str, case: R.Case) -> None:
     full = f"{lab.day}.{variant}.{case.name}"
-    R.write_atomically(os.path.join(case_dir(m, lab, variant), R.case_file_name(case.name)),
-                       R.case_report(case, full))
+    R.write_atomically(case_path(m, lab, variant, case.name), R.case_report(case, full))
 
 
 def run_group(m: Manifest, lab: Lab, variant: str, group: str, *,
@@ -204,7 +212,7 @@ def run_group(m: Manifest, lab: Lab, variant: str, group: str, *,
         # Results of an earlier run must not be mistaken for this one's.
         for t in wanted:
             try:
-                os.remove(os.path.join(case_dir(m, lab, variant), R.case_file_name(t)))
+                os.remove(case_path(m, lab, variant, t))
             except FileNotFoundError:
                 pass
         shards = shards_for(group, len(wanted))
@@ -307,7 +315,7 @@ def check_lines(m: Manifest, lab: Lab, variant: str, tool: str) -> List[str]:
                    "--variant", variant, "--tool", tool_name, "--seconds", str(seconds)]
             lines.append(f"add_test({q(name)} " + " ".join(q(c) for c in cmd) + ")")
             # --sanitize-only-if-passed: after the day's run, whose results it reads.
-            after = (f" FIXTURES_REQUIRED {q(lab.day + '.' + variant + '.run')}"
+            after = (f" FIXTURES_REQUIRED {q(run_fixture(lab, variant))}"
                      if grading.get("sanitize_only_if_passed") else "")
             lines.append(f"set_tests_properties({q(name)} PROPERTIES LABELS "
                          f"\"{lab.day};{variant};gpu;sanitizer\" SKIP_RETURN_CODE 77 "
@@ -361,7 +369,7 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
     for group, members in groups.items():
         if not members:
             continue
-        fixture = f"{prefix}.run" + ("" if group == "main" else "_serial")
+        fixture = run_fixture(lab, variant, group)
         command = [m.python, tool, "_run", "--manifest", m.path, "--day", lab.day,
                    "--variant", variant, "--group", group]
         lines.append(f"add_test({_cmake_quote(fixture)} "
@@ -378,9 +386,8 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
                      + " ".join(props) + ")")
         for t in members:
             name = f"{prefix}.{t}"
-            path = os.path.join(case_dir(m, lab, variant), R.case_file_name(t))
             lines.append(f"add_test({_cmake_quote(name)} sh {_cmake_quote(report)} "
-                         f"{_cmake_quote(path)})")
+                         f"{_cmake_quote(case_path(m, lab, variant, t))})")
             lines.append(f"set_tests_properties({_cmake_quote(name)} PROPERTIES "
                          f"FIXTURES_REQUIRED {_cmake_quote(fixture)} "
                          f"LABELS \"{lab.day};{variant};{lab.kind_of(t)}{serial}\" "
