@@ -31,6 +31,14 @@ class RowSplit(unittest.TestCase):
         self.assertEqual(jit.rmsnorm_plan(1, 1), (32, 1))
         self.assertEqual(jit.rmsnorm_plan(1000, 1), (256, 4))
 
+    def test_the_default_vector_is_16_bytes_where_it_divides_the_row(self):
+        # What a call on 16-byte aligned tensors gets (rmsnorm_spec without `vec`).
+        for dtype, hidden, vec in (("bfloat16", 4096, 8), ("float16", 1000, 8),
+                                   ("float32", 1000, 4), ("float32", 1001, 1), ("bfloat16", 1, 1)):
+            with self.subTest(dtype=dtype, hidden=hidden):
+                self.assertEqual(jit.rmsnorm_spec(dtype, hidden).name,
+                                 jit.rmsnorm_spec(dtype, hidden, vec).name)
+
     def test_the_vectors_always_cover_the_row(self):
         for hidden in list(range(1, 300)) + [4095, 4096, 5120, 8191, 16383, 16384]:
             for vec in (1, 4, 8):  # 16 bytes of float32, of 16-bit types; or one element

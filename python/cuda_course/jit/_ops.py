@@ -64,13 +64,15 @@ def rmsnorm_plan(hidden, vec):
     return threads, -(-vecs // threads)
 
 
-def rmsnorm_spec(dtype, hidden, vec, fused_add=False):
+def rmsnorm_spec(dtype, hidden, vec=None, fused_add=False):
     """The JitSpec of Day 6's RMSNorm (or fused add + RMSNorm) for one dtype, hidden size and
-    vector width."""
+    vector width (default: the one a call on 16-byte aligned tensors gets)."""
     if dtype not in DTYPES:
         raise TypeError(f"dtype: expected one of {', '.join(DTYPES)}, got {dtype}")
     ctype, dl_dtype, size = DTYPES[dtype]
     hidden = int(hidden)
+    if vec is None:
+        vec = _widest_vec(dtype, hidden)
     if not 1 <= hidden <= MAX_HIDDEN:
         raise ValueError(f"hidden: must be in [1, {MAX_HIDDEN}] (Day 6's limit), got {hidden}")
     if vec not in (1, 16 // size) or hidden % vec:
@@ -354,6 +356,6 @@ def compile_all(arch=None, cache=None, specs=None, jobs=None):
     Returns the number of compiles it did."""
     cache = cache or default_cache()
     if specs is None:
-        specs = [rmsnorm_spec("bfloat16", h, 8) for h in (4096, 8192)]
+        specs = [rmsnorm_spec("bfloat16", h) for h in (4096, 8192)]
         specs += [decode_spec(d, 128, g) for d in ("bfloat16", "float16") for g in (1, 4, 8)]
     return cache.build_all(specs, None if arch is None else normalize_arch(arch), jobs=jobs)
