@@ -220,7 +220,11 @@ if want mutants; then
   # The planted bugs of tests/mutants/*.json graded as a class of their own, with the
   # unchanged solution of each day as `reference-dNN`, then scored (tools/mutants.py). MUTANTS selects them:
   # "correctness" (the default: graded without benchmarks, which they do not need), "performance"
-  # or "all" (with benchmarks), or a list of ids.
+  # or "all" (with benchmarks), or a list of ids. Planted bugs are honest code, and the question
+  # is only whether a test (or a checker) fails: a day's tests stop at their first failure, the
+  # sanitizers run only where every test passed, and the passing cases are not replayed in the
+  # reference program (the replay defends against forged verdicts, which a planted bug does not
+  # forge). A bug caught this way is caught by a full grading, which runs the same tests.
   log "grading the planted bugs (${MUTANTS:-correctness})"
   rm -rf "$out/mutants" "$out/mutant-grades"
   sel=${MUTANTS:-correctness}
@@ -250,7 +254,8 @@ sys.exit(0 if any(m["kind"] == "performance" and m["id"] in sys.argv[1:]
   start=$(date +%s)
   grade_days=(); [ -n "$only_days" ] && grade_days=(--days "$(echo $days | tr " " ",")")
   "$bin/course" grade "$out/mutants" --out "$out/mutant-grades" --jobs "${MUTANT_JOBS:-4}" \
-    --test-timeout "${MUTANT_TEST_SECONDS:-20}" --sanitize-timeout "${MUTANT_SANITIZE_SECONDS:-300}" --sanitize-only-if-passed \
+    --test-timeout "${MUTANT_TEST_SECONDS:-20}" --sanitize-timeout "${MUTANT_SANITIZE_SECONDS:-300}" \
+    --sanitize-only-if-passed --stop-at-first-failure --no-replay \
     $nobench "${grade_days[@]}" >"$out/mutant-grade.log" 2>&1
   echo "course grade exit $? ($(( $(date +%s) - start )) s)" | tee -a "$out/timings.txt"
   python3 tools/mutants.py score "$out/mutant-grades/gradebook.json" --only $ids \

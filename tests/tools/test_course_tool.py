@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -210,6 +211,40 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(self.outcome("FixtureGpu.LosesTheContext"), R.CRASHED)
         self.assertIn("cudaErrorIllegalAddress", self.cases["FixtureGpu.LosesTheContext"].message)
         self.assertEqual(self.outcome("FixtureGpu.RunsAfterTheLostContext"), R.PASSED)
+
+    def test_stop_at_first_failure_ends_the_run_there(self):
+        # `course grade --stop-at-first-failure`: the first failed case ends the run, also in
+        # another shard's process; everything after it is NOT RUN, never passed.
+        tests = ["Fixture.Passes", "Fixture.Fails", "Fixture.Hangs", "Fixture.PrintsALot"]
+        stop = runner.Stop()
+        start = time.monotonic()
+        cases, _ = runner.run_tests(FIXTURE, tests, timeout=30, budget=120, stop=stop)
+        self.assertLess(time.monotonic() - start, 20)  # the hang was never waited for
+        self.assertEqual(stop.first, "Fixture.Fails")
+        self.assertEqual(cases["Fixture.Passes"].outcome, R.PASSED)
+        self.assertEqual(cases["Fixture.Fails"].outcome, R.FAILED)
+        for t in ("Fixture.Hangs", "Fixture.PrintsALot"):
+            self.assertEqual(cases[t].outcome, R.NOT_RUN)
+            self.assertIn("--stop-at-first-failure", cases[t].message)
+        # Two shards, one Stop: a failure in one ends the other's hang.
+        stop = runner.Stop()
+        start = time.monotonic()
+        parts = {}
+
+        def shard(names):
+            parts.update(runner.run_tests(FIXTURE, names, timeout=60, budget=120, stop=stop)[0])
+
+        import threading  # noqa: PLC0415
+        threads = [threading.Thread(target=shard, args=(n,)) for n in
+                   (["Fixture.Hangs", "Fixture.PrintsALot"], ["Fixture.Fails"])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertEqual(parts["Fixture.Fails"].outcome, R.FAILED)
+        self.assertEqual(parts["Fixture.Hangs"].outcome, R.NOT_RUN)
+        self.assertEqual(parts["Fixture.PrintsALot"].outcome, R.NOT_RUN)
 
     def test_a_missing_program_is_not_run_not_passed(self):
         cases, _ = runner.run_tests("/nonexistent/program", ["A.b"], timeout=1, budget=5)

@@ -477,6 +477,7 @@ def cmd_grade(args) -> int:
                          sanitize_seconds=args.sanitize_timeout,
                          sanitize_only_if_passed=args.sanitize_only_if_passed,
                          replay=not args.no_replay,
+                         stop_at_first_failure=args.stop_at_first_failure,
                          use_sandbox=not args.no_sandbox,
                          submissions=args.submissions, object_check=not args.no_object_check)
     try:
@@ -632,6 +633,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run compute-sanitizer only on days whose tests all passed (a day "
                    "that failed a test forfeits its sanitizer points): for scoring planted "
                    "bugs (tools/mutants.py), never for a class")
+    g.add_argument("--stop-at-first-failure", action="store_true",
+                   help="end each group of a day's tests at its first failed case (the rest "
+                   "are not run and earn nothing): for scoring planted bugs, where one failed "
+                   "case is all the question asks (tools/mutants.py), never for a class")
     g.add_argument("--regrade", action="store_true", help="grade students already graded again")
     g.add_argument("--no-sandbox", action="store_true",
                    help="run the students' programs without the sandbox (trusting every "

@@ -109,7 +109,7 @@ class Options:
                  ctest_jobs: int = 4, session: str = "", say=print,
                  sanitize_seconds: int = 0, use_sandbox: bool = True, submissions: str = "",
                  object_check: bool = True, sanitize_only_if_passed: bool = False,
-                 replay: bool = True):
+                 replay: bool = True, stop_at_first_failure: bool = False):
         # Absolute: the compile and link commands and ctest run in other folders.
         self.out, self.jobs, self.bench, self.days = os.path.abspath(out), jobs, bench, days
         self.test_timeout, self.regrade, self.ctest_jobs = test_timeout, regrade, ctest_jobs
@@ -125,6 +125,8 @@ class Options:
         # Off only to measure what the replay costs (scripts/gpu-check.sh GRADE_OVERHEAD): the
         # students' own programs then decide their verdicts, which they can forge.
         self.replay = replay
+        # Planted bugs only: one failed case answers "is it caught?"; the rest would be spent.
+        self.stop_at_first_failure = stop_at_first_failure
 
 
 def student_dir(opts: Options, dirname: str) -> str:
@@ -535,6 +537,7 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
     sdir = student_dir(opts, student.dirname)
     fingerprint = hashlib.sha1(f"{sub.fingerprint()}:{class_id(m)}:{opts.bench}:"
                                f"{opts.use_sandbox}:{opts.object_check}:{opts.replay}:"
+                               f"{opts.stop_at_first_failure}:"
                                f"{','.join(l.day for l in labs)}"
                                .encode()).hexdigest()[:16]
     done = os.path.join(sdir, "grade.json")
@@ -612,7 +615,8 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
                           {"sandbox": jail.prefix(os.path.join(sdir, "sandbox", "tests")),
                            "verify": True, "replay": opts.replay,
                            "sanitize_seconds": opts.sanitize_seconds,
-                           "sanitize_only_if_passed": opts.sanitize_only_if_passed})
+                           "sanitize_only_if_passed": opts.sanitize_only_if_passed,
+                           "stop_at_first_failure": opts.stop_at_first_failure})
     write_ctest_files(sm, sdir)
 
     # The tests, through ctest, with a seed nobody knows in advance.
@@ -754,6 +758,7 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
         "graded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "session": opts.session, "gpu": gpu, "submission": sub.to_json(),
         "sandbox": opts.use_sandbox, "replay": opts.replay,
+        "stop_at_first_failure": opts.stop_at_first_failure,
         "seconds": {"build": round(build_seconds, 1), "tests": round(test_seconds, 1),
                     "total": round(time.monotonic() - started, 1)},
         "days": days,
@@ -1137,6 +1142,8 @@ def grade_class(m: Manifest, submissions: str, opts: Options,
              + ("" if opts.use_sandbox else "; WITHOUT the sandbox: submissions are trusted")
              + ("" if opts.replay else "; WITHOUT the replay: the students' programs decide "
                 "their own verdicts")
+             + ("; each day's tests stop at their first failure (scoring planted bugs)"
+                if opts.stop_at_first_failure else "")
              + ")")
     errors = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:

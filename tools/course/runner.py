@@ -269,26 +269,58 @@ def _read_preamble(text: str, info: RunInfo) -> None:
             info.gpu = body
 
 
+class Stop:
+    """Set by the first failed case of a run given `stop=` (`course grade
+    --stop-at-first-failure`): every process of the run (each shard's) ends, and the tests not
+    yet reported are NOT RUN. Shared by the shards of one run, across threads."""
+
+    def __init__(self):
+        import threading  # noqa: PLC0415
+        self.event = threading.Event()
+        self.first = ""
+
+    def fail(self, name: str) -> None:
+        if not self.event.is_set():
+            self.first = name
+            self.event.set()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+
+FAILURES = (R.FAILED, R.CRASHED, R.TIMED_OUT)
+
+
 def run_tests(binary: str, tests: List[str], *, timeout: float, budget: float,
               source_dir: str = "", env: Optional[Dict[str, str]] = None,
               on_case: Optional[Callable[[R.Case], None]] = None,
               cwd: Optional[str] = None, prefix: Optional[List[str]] = None,
-              record: str = "", replay: str = "") -> Tuple[Dict[str, R.Case], RunInfo]:
+              record: str = "", replay: str = "",
+              stop: Optional[Stop] = None) -> Tuple[Dict[str, R.Case], RunInfo]:
     """Runs `tests` of `binary`, restarting after crashes and hangs. Returns every test's Case
     (keyed by name; each test of `tests` gets one) and what the program said about the GPU.
     `on_case` sees each result as soon as it is known. `prefix`, `record`, `replay`: see the
-    module's docstring."""
+    module's docstring. `stop`: the first failed case ends the run (Stop)."""
     done: Dict[str, R.Case] = {}
     info = RunInfo()
     started_all = time.monotonic()
 
     def record_case(case: R.Case) -> None:
         done[case.name] = case
+        if stop is not None and case.outcome in FAILURES:
+            stop.fail(case.name)
         if on_case:
             on_case(case)
 
     remaining = list(tests)
     while remaining:
+        if stop is not None and stop.is_set():
+            for name in remaining:
+                if name not in done:
+                    record_case(R.Case(name, R.NOT_RUN, message=(
+                        f"not run: graded with --stop-at-first-failure, and {stop.first} "
+                        "failed before it")))
+            break
         left = budget - (time.monotonic() - started_all)
         if left <= 0:
             for name in remaining:
@@ -299,9 +331,12 @@ def run_tests(binary: str, tests: List[str], *, timeout: float, budget: float,
         progress = _run_once(binary, remaining, timeout=timeout, budget_left=left,
                              source_dir=source_dir, env=env, cwd=cwd, info=info, done=done,
                              record=record_case, prefix=prefix or [], tapes=record,
-                             replay=replay)
+                             replay=replay, stop=stop)
         info.processes += 1
         still = [t for t in remaining if t not in done]
+        if stop is not None and stop.is_set():
+            remaining = still
+            continue  # the loop's head reports them NOT RUN
         if len(still) == len(remaining) and not progress.started_any:
             why = progress.reason or "the test program ended before running any test"
             for name in still:
@@ -327,7 +362,7 @@ class _Progress:
 
 
 def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info, done,
-              record, prefix, tapes, replay) -> _Progress:
+              record, prefix, tapes, replay, stop=None) -> _Progress:
     progress = _Progress()
     read_fd, write_fd = os.pipe()
     child_env = dict(os.environ if env is None else env)
@@ -367,7 +402,7 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
     current: Optional[str] = None
     current_started = t0
     last_end = None
-    ended_by_us = None  # "timeout" | "budget" | "teardown" | "startup"
+    ended_by_us = None  # "timeout" | "budget" | "teardown" | "startup" | "stopped"
     lost_context: Optional[dict] = None
     open_fds = {out_fd, read_fd}
     wanted = set(tests)
@@ -451,6 +486,13 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
             deadline = min(t0 + STARTUP_SECONDS, t0 + budget_left)
         else:
             deadline = min((last_end or now) + TEARDOWN_SECONDS + timeout, t0 + budget_left)
+        if stop is not None and stop.is_set() and proc.poll() is None:
+            ended_by_us = "stopped"  # a failed case (here or in another shard) ended the run
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            break
         if now >= deadline:
             if current is not None:
                 ended_by_us = "budget" if now >= t0 + budget_left - 1e-3 else "timeout"
@@ -514,6 +556,8 @@ def _run_once(binary, tests, *, timeout, budget_left, source_dir, env, cwd, info
         record(R.Case(name, R.CRASHED, seconds=previous.seconds if previous else 0.0,
                       message=message, output=previous.output if previous else "",
                       properties=previous.properties if previous else {}))
+    elif current is not None and ended_by_us == "stopped":
+        pass  # not reported: run_tests reports it NOT RUN with the others left
     elif current is not None:
         output = _clip(bytes(pending))
         if ended_by_us == "timeout":

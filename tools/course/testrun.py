@@ -220,10 +220,14 @@ def run_group(m: Manifest, lab: Lab, variant: str, group: str, *,
         if replay:
             tapes = os.path.join(m.results_dir, f"{lab.day}.{variant}.{group}.tapes")
             shutil.rmtree(tapes, ignore_errors=True)
+        # `course grade --stop-at-first-failure` (scoring planted bugs): the first failed case
+        # of the group ends it, in every shard.
+        stop = runner.Stop() if verify and grading.get("stop_at_first_failure") else None
         cases, info = run_sharded(p.tests, wanted, shards=shards, timeout=lab.timeout,
                                   budget=m.test_budget, source_dir=m.source_dir,
                                   on_case=recorded, cwd=os.path.dirname(p.tests),
-                                  prefix=grading.get("sandbox") or None, record=tapes)
+                                  prefix=grading.get("sandbox") or None, record=tapes,
+                                  stop=stop)
         if replay:
             reported_passed = [t for t, c in cases.items() if c.outcome == R.PASSED]
             cases = verify_cases(m, lab, cases, tapes, shards)
