@@ -199,6 +199,12 @@ FORBIDDEN_CALLS: List[Tuple[str, str]] = [
     (r"(cudaStreamCreateWithFlags|cudaStreamCreateWithPriority|cuStreamCreate\w*)",
      "creates a stream that need not wait for the default stream: work queued on it runs "
      "outside the benchmark's timed events (cudaStreamCreate makes one that does wait)"),
+    # The driver API by name: every driver function without importing it (cuStreamCreate with
+    # CU_STREAM_NON_BLOCKING, a context of its own). The days that build TMA descriptors or
+    # load JIT modules (7, 10, 12, 13) call it, so their submissions may.
+    (r"(cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)",
+     "reaches any driver function by its name at run time (a stream that need not wait for "
+     "the default stream, whose work the benchmark's timed events would miss, among others)"),
     (r"(cudaIpc\w*|cuIpc\w*|cuMemExport\w*|cuMemImport\w*|cudaProfilerStart|cudaProfilerStop|"
      r"cuProfiler\w*|cudaDeviceSetLimit|cudaSetDevice|cudaDeviceReset)",
      "changes the GPU's state for other programs (IPC, profiler, limits, device reset)"),
