@@ -14,8 +14,9 @@
 //
 // What the code of this day can get wrong, and the test that sees it:
 //   sizes rounded down or to the wrong segment     CachingPoolSizes.*
-//   first fit instead of best fit, the higher of two equal blocks, small and large mixed
-//                                      CachingPoolReuse.*
+//   first fit instead of best fit, the higher of two equal blocks, small and large mixed (a
+//   segment marked small by its size, not by the request); a free() or record_stream() of a
+//   pointer not handed out that does not throw      CachingPoolReuse.*, CachingPoolStreams.*
 //   a remainder split off when not worth it (large: 1 MiB or less), or kept when it is (small:
 //   512 bytes)                         CachingPoolSplitAndCoalesce.*
 //   freed neighbours not merged, blocks merged across segments (the fake keeps segments apart)
@@ -26,7 +27,8 @@
 //                                      expect_stats after most steps of the other suites
 //   empty_cache releasing a segment with live or pending blocks; the destructor leaking
 //                                      CachingPoolEmptyCache.*
-//   out of memory without releasing the cache and retrying, or with the wrong message
+//   out of memory without releasing the cache and retrying, or with the wrong message (the
+//   rounded size for the caller's request)
 //                                      CachingPoolOutOfMemory.*, CachingPoolGpu.ThrowsOutOfMemory*
 //   a member function outside the mutex; the backend called by two threads at once
 //                                      CachingPoolThreads.*
@@ -429,6 +431,26 @@ TEST(CachingPoolReuse, KeepsSmallAndLargeBlocksInSeparatePools) {
   expect_backend_clean(fake);
 }
 
+TEST(CachingPoolReuse, GivesALargeRequestALargeSegmentThoughItIsTwoMiB) {
+  FakeDeviceMemory fake(kBigCapacity);
+  CachingPool pool(fake);
+  // A large block (over 1 MiB) whose segment is 2 MiB, like a small segment: it is still a
+  // large segment, and the 1 MiB - 512 left over is not worth splitting off (large: more than
+  // 1 MiB), so the whole segment is handed out.
+  void* large = pool.allocate(kMiB + 512);
+  expect_stats(pool, {2 * kMiB, 2 * kMiB, 0, 0, 2 * kMiB, 0, 1, 1, 0, 0.0},
+               "allocate(1 MiB + 512), a large block in a 2 MiB large segment");
+  void* small = pool.allocate(1000);
+  EXPECT_EQ(fake.allocate_calls(), 2)
+      << "a small request must get a small segment of its own, never a piece of a large one";
+  expect_stats(pool,
+               {4 * kMiB, 2 * kMiB + 1024, 0, 2 * kMiB - 1024, 2 * kMiB + 1024, 2 * kMiB - 1024,
+                2, 2, 1, 0.0},
+               "allocate(1000) after it");
+  pool.free(small), pool.free(large);
+  expect_backend_clean(fake);
+}
+
 TEST(CachingPoolReuse, RejectsPointersItDidNotHandOut) {
   FakeDeviceMemory fake(kBigCapacity);
   CachingPool pool(fake);
@@ -722,15 +744,17 @@ TEST(CachingPoolOutOfMemory, ThrowsAMessageWithEveryNumber) {
   pool.free(e);
   ASSERT_EQ(fake.used_bytes(), 10 * kMiB);
   const course::Thrown oom =
-      course::observed_throw<d08::OutOfMemory>([&] { pool.allocate(3 * kMiB); }, "allocate(3 MiB)");
+      course::observed_throw<d08::OutOfMemory>([&] { pool.allocate(3 * kMiB + 1); },
+                                               "allocate(3 MiB + 1)");
   if (!oom.threw)
-    ADD_FAILURE() << "allocate(3 MiB) must throw d08::OutOfMemory: the device is full even "
+    ADD_FAILURE() << "allocate(3 MiB + 1) must throw d08::OutOfMemory: the device is full even "
                   << "after the cache is released (TODO d08.1g)"
                   << (oom.threw_other ? "; it threw another exception: " + oom.what : "");
   const std::string message = oom.threw ? oom.what : "";
-  // After the release: e's segment went back; a, b, d's segments stay.
+  // After the release: e's segment went back; a, b, d's segments stay. The request is the
+  // caller's, before rounding (3 MiB + 1 byte, a block of 3 MiB + 512).
   const std::string expected =
-      "CachingPool: out of memory: tried to allocate 3145728 bytes (a 4194304-byte segment); the "
+      "CachingPool: out of memory: tried to allocate 3145729 bytes (a 4194304-byte segment); the "
       "pool has 8388608 bytes reserved (4195328 allocated, 1024 pending, 4192256 cached); the "
       "device has 2097152 of 10485760 bytes free";
   if (!message.empty())
