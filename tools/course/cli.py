@@ -648,8 +648,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-replay", action="store_true",
                    help="take each student's verdicts from the student's own program, without "
                    "running every passing case again in the reference program: only to measure "
-                   "what the replay costs (scripts/gpu-check.sh GRADE_OVERHEAD); a program can "
-                   "forge its verdicts then")
+                   "what the replay costs (scripts/gpu-check.sh GRADE_OVERHEAD) or to score "
+                   "planted bugs (its mutants step); a program can forge its verdicts then")
     g.add_argument("--only-index", type=int, help="grade only the N-th student (0-based, in "
                    "name order): one Slurm array task")
     g.add_argument("--no-merge", action="store_true", help="do not write the class files "

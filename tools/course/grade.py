@@ -122,8 +122,9 @@ class Options:
         self.submissions = os.path.abspath(submissions) if submissions else ""
         # Off only to show that the other defences hold without it (tests/grading/attacks.py).
         self.object_check = object_check
-        # Off only to measure what the replay costs (scripts/gpu-check.sh GRADE_OVERHEAD): the
-        # students' own programs then decide their verdicts, which they can forge.
+        # Off only to measure what the replay costs (scripts/gpu-check.sh GRADE_OVERHEAD) or to
+        # score planted bugs (its mutants step): the students' own programs then decide their
+        # verdicts, which they can forge.
         self.replay = replay
         # Planted bugs only: one failed case answers "is it caught?"; the rest would be spent.
         self.stop_at_first_failure = stop_at_first_failure
