@@ -444,8 +444,8 @@ TEST(CachingPoolReuse, GivesALargeRequestALargeSegmentThoughItIsTwoMiB) {
   EXPECT_EQ(fake.allocate_calls(), 2)
       << "a small request must get a small segment of its own, never a piece of a large one";
   expect_stats(pool,
-               {4 * kMiB, 2 * kMiB + 1024, 0, 2 * kMiB - 1024, 2 * kMiB + 1024, 2 * kMiB - 1024,
-                2, 2, 1, 0.0},
+               {4 * kMiB, 2 * kMiB + 1024, 0, 2 * kMiB - 1024, 2 * kMiB + 1024, 2 * kMiB - 1024, 2,
+                2, 1, 0.0},
                "allocate(1000) after it");
   pool.free(small), pool.free(large);
   expect_backend_clean(fake);
@@ -743,9 +743,8 @@ TEST(CachingPoolOutOfMemory, ThrowsAMessageWithEveryNumber) {
   void* e = pool.allocate(2 * kMiB);  // a 2 MiB segment, wholly cached after free
   pool.free(e);
   ASSERT_EQ(fake.used_bytes(), 10 * kMiB);
-  const course::Thrown oom =
-      course::observed_throw<d08::OutOfMemory>([&] { pool.allocate(3 * kMiB + 1); },
-                                               "allocate(3 MiB + 1)");
+  const course::Thrown oom = course::observed_throw<d08::OutOfMemory>(
+      [&] { pool.allocate(3 * kMiB + 1); }, "allocate(3 MiB + 1)");
   if (!oom.threw)
     ADD_FAILURE() << "allocate(3 MiB + 1) must throw d08::OutOfMemory: the device is full even "
                   << "after the cache is released (TODO d08.1g)"
