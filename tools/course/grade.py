@@ -538,7 +538,7 @@ def grade_student(m: Manifest, student: submission.Student, opts: Options,
     sdir = student_dir(opts, student.dirname)
     fingerprint = hashlib.sha1(f"{sub.fingerprint()}:{class_id(m)}:{opts.bench}:"
                                f"{opts.use_sandbox}:{opts.object_check}:{opts.replay}:"
-                               f"{opts.stop_at_first_failure}:"
+                               f"{opts.stop_at_first_failure}:{opts.sanitize_only_if_passed}:"
                                f"{','.join(l.day for l in labs)}"
                                .encode()).hexdigest()[:16]
     done = os.path.join(sdir, "grade.json")

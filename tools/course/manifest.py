@@ -94,7 +94,8 @@ class Manifest:
     # Set in the manifest the grader writes for a student (grade.py): {"sandbox": the command
     # line that runs a student's program in the sandbox (sandbox.py), [] for none; "verify":
     # true: every passing case is checked again in the reference program (testrun.py), unless
-    # "replay": false (course grade --no-replay, to measure what that costs)}.
+    # "replay": false (course grade --no-replay); "sanitize_seconds": a checker run's limit;
+    # "sanitize_only_if_passed", "stop_at_first_failure": true when scoring planted bugs}.
     grading: Dict = field(default_factory=dict)
 
     def find(self, text: str) -> Optional[Lab]:

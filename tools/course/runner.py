@@ -29,6 +29,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -275,7 +276,6 @@ class Stop:
     yet reported are NOT RUN. Shared by the shards of one run, across threads."""
 
     def __init__(self):
-        import threading  # noqa: PLC0415
         self.event = threading.Event()
         self.first = ""
 
