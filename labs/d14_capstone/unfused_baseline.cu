@@ -143,7 +143,7 @@ void decoder_layer_unfused(const LayerConfig& c, const LayerWeights& w, const bf
   a.head_dim = c.head_dim;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   a.causal = true;
-  d12::prefill_1_mma(a);
+  prefill_attention(a);
   gemm_bt(p.attn, w.w_o, p.proj, tokens, c.hidden, qd);
   add_kernel<<<blocks_for(n_hidden), kThreads>>>(p.proj, residual, n_hidden);
   COURSE_LAUNCH_CHECK();

@@ -362,8 +362,9 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
   //|  //   d06::fused_add_rmsnorm(x, residual, attn_norm, ws.h, ...)       add_rmsnorm_attn
   //|  //   gemm_bt(ws.h, w_qkv, ws.qkv, tokens, qd + 2 kvd, hidden)        qkv_gemm
   //|  //   rope_qkv(ws.qkv, ws.positions, ws.q, ws.k, ws.v, ..., s)        rope
-  //|  //   d12::prefill_1_mma(args): causal, cu_seqlens for q and kv,      attention
-  //|  //     scale 1 / sqrt(head_dim), lse into ws.lse, o into ws.attn
+  //|  //   prefill_attention(args) (layer_parts.h, Day 12's kernels):      attention
+  //|  //     causal, cu_seqlens for q and kv, scale 1 / sqrt(head_dim),
+  //|  //     lse into ws.lse, o into ws.attn
   //|  //   gemm_bt(ws.attn, w_o, ws.proj, ...)                             o_gemm
   //|  //   d06::fused_add_rmsnorm(ws.proj, residual, mlp_norm, ws.h, ...)  add_rmsnorm_mlp
   //|  //   gemm_bt(ws.h, w_gate_up, ws.gate_up, ...)                       gate_up_gemm
@@ -402,7 +403,7 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
     a.head_dim = c.head_dim;
     a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     a.causal = true;
-    d12::prefill_1_mma(a);
+    prefill_attention(a);
   }
   {
     Stage st(recorder, "o_gemm", s);

@@ -422,6 +422,18 @@ class SassTest(unittest.TestCase):
         self.assertIn("scalar must keep values in registers, but it has 1 instruction(s) "
                       "matching LDL|STL, e.g. `STL [R1], R4`", r.problems[0])
 
+    def test_a_count_above_its_limit_is_a_sentence(self):
+        dis = sass.Disassembly({("sm_90", "k1"): ["LDG.E.128 R0, [R2]", "LDG.E.128 R4, [R6]",
+                                                  "LDG.E.128 R8, [R2]", "STG.E.128 [R4], R0"]},
+                               {"k1": "void d06::rmsnorm_kernel<float, 4>(float const*)"})
+        r = sass.run_check(self.check(kernel="rmsnorm", at_most={"LDG": 2},
+                                      what="read each vector once"), dis, "lab")
+        self.assertFalse(r.ok)
+        self.assertIn("your d06::rmsnorm_kernel<float, 4> must read each vector once, but it has "
+                      "3 instructions matching LDG where 2 do it (on sm_90)", r.problems[0])
+        ok = sass.run_check(self.check(kernel="rmsnorm", at_most={"LDG": 3}), dis, "lab")
+        self.assertTrue(ok.ok)
+
     def test_a_renamed_kernel_is_named(self):
         r = sass.run_check(self.check(kernel="vectorized"), self.dis(), "lab")
         self.assertIn("no compiled kernel whose name matches /vectorized/", r.problems[0])

@@ -27,6 +27,9 @@ class SassCheck:
     kernel: str = ".*"
     require: List[str] = field(default_factory=list)
     forbid: List[str] = field(default_factory=list)
+    # {pattern: n}: at most n instructions matching pattern in each kernel (a count: loads that
+    # must not be repeated)
+    at_most: Dict[str, int] = field(default_factory=dict)
     solution_only: bool = False
     archs: List[str] = field(default_factory=list)  # only these architectures; empty: every one
     correctness: bool = False  # a test case of its exercise (correctness points), not performance

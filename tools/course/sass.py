@@ -182,6 +182,13 @@ def run_check(check: SassCheck, dis: Disassembly, variant: str) -> CheckResult:
                     problem(arch, f"{who}{short_name(dis.names[n])} must {check.what}, but it "
                                   f"has {len(hits)} instruction(s) matching "
                                   f"{pattern_words(pattern)}, e.g. `{first}`")
+        for pattern, limit in check.at_most.items():
+            for n, body in sorted(chosen.items()):
+                hits = sum(1 for line in body if re.search(pattern, line))
+                if hits > limit:
+                    problem(arch, f"{who}{short_name(dis.names[n])} must {check.what}, but it "
+                                  f"has {hits} instructions matching {pattern_words(pattern)} "
+                                  f"where {limit} do it")
     if found:
         return CheckResult(check, False, [f"{sentence} (on {', '.join(archs)})"
                                           for sentence, archs in found.items()])
