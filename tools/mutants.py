@@ -56,7 +56,7 @@ KINDS = ("correctness", "performance")
 CLASSES = ("index-overflow", "tail", "bounds-read", "bounds-write", "race", "rounding",
            "fused-precision", "timing", "nan", "reduction", "other-correctness",
            "lost-vectorization", "bank-conflicts", "uncoalesced", "redundant-traffic",
-           "slow-math", "lost-overlap")
+           "slow-math", "lost-overlap", "indexing")
 FIELDS = ("id", "day", "file", "find", "replace", "kind", "class", "description")
 
 # Points within this of the reference's count as the same (the grader rounds to 0.1 or finer).

@@ -22,7 +22,8 @@ using course::bfloat16;
 using course::half;
 
 constexpr int kBlockThreads = 256;  // 8 warps; 8 such blocks fill an SM's 2048 threads
-constexpr int kUnroll = 4;          // vectors (or rows) per thread per iteration: loads in flight
+constexpr int kUnroll = 4;          // vectors per thread per iteration: loads in flight
+constexpr int kRowUnroll = 2;       // consecutive rows per thread per pass (the row kernels)
 constexpr std::int64_t kMaxGridY = 65535;
 
 // =============================================================================================
@@ -170,11 +171,11 @@ __global__ void __launch_bounds__(kBlockThreads)
 // =============================================================================================
 // Exercise 6 — add-bias + GeLU, unfused and fused (lesson §7).
 // The row kernels of Exercises 6 and 7 share one mapping. Thread (c, g), with c = blockIdx.x *
-// blockDim.x + threadIdx.x and g = blockIdx.y, owns columns [c V, c V + V) and walks the rows
-// g, g + G, g + 2G, ... (G = gridDim.y), kUnroll rows per iteration, loads first. A warp reads
-// 32 consecutive vectors of one row: 512 contiguous bytes. V divides cols (the launcher takes
-// V = 1 otherwise), so a vector never straddles two rows, and the thread's slice of the bias is
-// loaded once and kept in registers for every row.
+// blockDim.x + threadIdx.x and g = blockIdx.y, owns columns [c V, c V + V) and takes the rows in
+// groups of kRowUnroll consecutive rows: group g, then g + G, g + 2G, ... (G = gridDim.y), the
+// group's loads first. A warp reads 32 consecutive vectors of one row: 512 contiguous bytes. V
+// divides cols (the launcher takes V = 1 otherwise), so a vector never straddles two rows, and
+// the thread's slice of the bias is loaded once and kept in registers for every row.
 
 // 6a. y = x + bias, rounded to T: the first kernel of the unfused chain.
 template <class T, int V>
@@ -184,8 +185,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   // TODO(d02.6a):
   //   1. col = (blockIdx.x * blockDim.x + threadIdx.x) * V, in 64 bits; return if col >= cols.
   //   2. Load this thread's slice of the bias once: Vec<T, V> b; b.load(bias + col).
-  //   3. for (r0 = blockIdx.y; r0 < rows; r0 += kUnroll * gridDim.y): as in Exercise 4, first
-  //      load buf[u] from x + r * cols + col for r = r0 + u * gridDim.y < rows, then compute
+  //   3. for (r0 = blockIdx.y * kRowUnroll; r0 < rows; r0 += kRowUnroll * gridDim.y): as in
+  //      Exercise 4, first load buf[u] from x + r * cols + col for r = r0 + u < rows, then compute
   //      out[k] = from_float<T>(to_float(buf[u][k]) + to_float(b[k])) and store out to
   //      y + r * cols + col.
 }
@@ -216,7 +217,7 @@ __global__ void __launch_bounds__(kBlockThreads)
                         std::int64_t d) {
   // TODO(d02.7b): the mapping of add_bias_kernel with d columns and no bias. For each row r,
   // load gate[u] from input + r * 2 * d + col and up[u] from input + r * 2 * d + d + col (all
-  // loads of the kUnroll rows first), then store result[k] = from_float<T>(silu(gate) * up) to
+  // loads of the kRowUnroll rows first), then store result[k] = from_float<T>(silu(gate) * up) to
   // out + r * d + col.
 }
 
@@ -245,14 +246,15 @@ unsigned grid_1d(Kernel kernel, std::int64_t needed, int max_blocks) {
 }
 
 // The grid of the row kernels: x covers the row's column units (V columns each) once, y gives
-// every row group of kUnroll rows its own blocks, so that each thread makes one pass (up to
-// 65535 groups; past that, and under max_blocks, the row loop goes round). Measured on the H100
-// (lesson 2, §7.3): one pass keeps more loads in flight as the grid drains than a one-wave grid
-// whose threads each walk many row groups.
+// every group of kRowUnroll consecutive rows its own blocks, so that each thread makes one pass
+// (up to 65535 groups; past that, and under max_blocks, the row loop goes round). Measured on the
+// H100 (lesson 2, §7.3): one pass keeps more loads in flight as the grid drains than a one-wave
+// grid whose threads each walk many row groups, and consecutive rows keep the blocks that run
+// together on a compact stretch of memory.
 dim3 grid_rows(std::int64_t column_units, std::int64_t rows, int max_blocks) {
   const std::int64_t gx = course::ceil_div<std::int64_t>(column_units, kBlockThreads);
   course::require(gx <= 0x7fffffff, "d02: too many columns for one row of blocks");
-  std::int64_t gy = std::min(course::ceil_div<std::int64_t>(rows, kUnroll), kMaxGridY);
+  std::int64_t gy = std::min(course::ceil_div<std::int64_t>(rows, kRowUnroll), kMaxGridY);
   if (max_blocks > 0) gy = std::min<std::int64_t>(gy, max_blocks / gx);
   gy = std::max<std::int64_t>(gy, 1);
   return dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
