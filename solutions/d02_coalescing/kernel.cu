@@ -33,7 +33,10 @@ using course::half;
 
 constexpr int kBlockThreads = 256;  // 8 warps; 8 such blocks fill an SM's 2048 threads
 constexpr int kUnroll = 4;          // vectors per thread per iteration: loads in flight
-constexpr int kRowUnroll = 2;       // consecutive rows per thread per pass (the row kernels)
+// Consecutive rows per thread and pass in the row kernels (Exercises 6 and 7), loads first: two
+// 16-byte vectors in flight per thread, or four elements on the one-element path (V = 1).
+template <int V>
+constexpr int kRowUnroll = V == 1 ? 4 : 2;
 constexpr std::int64_t kMaxGridY = 65535;
 
 // =============================================================================================
@@ -304,7 +307,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 // Exercise 6 — add-bias + GeLU, unfused and fused (lesson §7).
 // The row kernels of Exercises 6 and 7 share one mapping. Thread (c, g), with c = blockIdx.x *
 // blockDim.x + threadIdx.x and g = blockIdx.y, owns columns [c V, c V + V) and takes the rows in
-// groups of kRowUnroll consecutive rows: group g, then g + G, g + 2G, ... (G = gridDim.y), the
+// groups of kRowUnroll<V> consecutive rows: group g, then g + G, g + 2G, ... (G = gridDim.y), the
 // group's loads first. A warp reads 32 consecutive vectors of one row: 512 contiguous bytes. V
 // divides cols (the launcher takes V = 1 otherwise), so a vector never straddles two rows, and
 // the thread's slice of the bias is loaded once and kept in registers for every row.
@@ -318,8 +321,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   //|  // TODO(d02.6a):
   //|  //   1. col = (blockIdx.x * blockDim.x + threadIdx.x) * V, in 64 bits; return if col >= cols.
   //|  //   2. Load this thread's slice of the bias once: Vec<T, V> b; b.load(bias + col).
-  //|  //   3. for (r0 = blockIdx.y * kRowUnroll; r0 < rows; r0 += kRowUnroll * gridDim.y): as in
-  //|  //      Exercise 4, first load buf[u] from x + r * cols + col for r = r0 + u < rows, then compute
+  //|  //   3. for (r0 = blockIdx.y * kRowUnroll<V>; r0 < rows; r0 += kRowUnroll<V> * gridDim.y): as
+  //|  //      in Exercise 4, first load buf[u] from x + r * cols + col for r = r0 + u < rows, then compute
   //|  //      out[k] = from_float<T>(to_float(buf[u][k]) + to_float(b[k])) and store out to
   //|  //      y + r * cols + col.
   // === SOLUTION
@@ -327,17 +330,17 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (col >= cols) return;
   Vec<T, V> b;
   b.load(bias + col);
-  const std::int64_t group_step = std::int64_t{kRowUnroll} * gridDim.y;
-  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kRowUnroll; r0 < rows;
+  const std::int64_t group_step = std::int64_t{kRowUnroll<V>} * gridDim.y;
+  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kRowUnroll<V>; r0 < rows;
        r0 += group_step) {
-    Vec<T, V> buf[kRowUnroll];
+    Vec<T, V> buf[kRowUnroll<V>];
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
+    for (int u = 0; u < kRowUnroll<V>; ++u) {
       const std::int64_t r = r0 + u;
       if (r < rows) buf[u].load(x + r * cols + col);
     }
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
+    for (int u = 0; u < kRowUnroll<V>; ++u) {
       const std::int64_t r = r0 + u;
       if (r < rows) {
         Vec<T, V> out;
@@ -363,17 +366,17 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (col >= cols) return;
   Vec<T, V> b;
   b.load(bias + col);
-  const std::int64_t group_step = std::int64_t{kRowUnroll} * gridDim.y;
-  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kRowUnroll; r0 < rows;
+  const std::int64_t group_step = std::int64_t{kRowUnroll<V>} * gridDim.y;
+  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kRowUnroll<V>; r0 < rows;
        r0 += group_step) {
-    Vec<T, V> buf[kRowUnroll];
+    Vec<T, V> buf[kRowUnroll<V>];
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
+    for (int u = 0; u < kRowUnroll<V>; ++u) {
       const std::int64_t r = r0 + u;
       if (r < rows) buf[u].load(x + r * cols + col);
     }
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
+    for (int u = 0; u < kRowUnroll<V>; ++u) {
       const std::int64_t r = r0 + u;
       if (r < rows) {
         Vec<T, V> out;
@@ -412,17 +415,17 @@ __global__ void __launch_bounds__(kBlockThreads)
   // >>> STARTER d02.7b
   //|  // TODO(d02.7b): the mapping of add_bias_kernel with d columns and no bias. For each row r,
   //|  // load gate[u] from input + r * 2 * d + col and up[u] from input + r * 2 * d + d + col (all
-  //|  // loads of the kRowUnroll rows first), then store result[k] = from_float<T>(silu(gate) * up) to
+  //|  // loads of the kRowUnroll<V> rows first), then store result[k] = from_float<T>(silu(gate) * up) to
   //|  // out + r * d + col.
   // === SOLUTION
   const std::int64_t col = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (col >= d) return;
-  const std::int64_t group_step = std::int64_t{kRowUnroll} * gridDim.y;
-  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kRowUnroll; r0 < rows;
+  const std::int64_t group_step = std::int64_t{kRowUnroll<V>} * gridDim.y;
+  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kRowUnroll<V>; r0 < rows;
        r0 += group_step) {
-    Vec<T, V> gate[kRowUnroll], up[kRowUnroll];
+    Vec<T, V> gate[kRowUnroll<V>], up[kRowUnroll<V>];
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
+    for (int u = 0; u < kRowUnroll<V>; ++u) {
       const std::int64_t r = r0 + u;
       if (r < rows) {
         gate[u].load(input + r * 2 * d + col);
@@ -430,7 +433,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
     }
 #pragma unroll
-    for (int u = 0; u < kRowUnroll; ++u) {
+    for (int u = 0; u < kRowUnroll<V>; ++u) {
       const std::int64_t r = r0 + u;
       if (r < rows) {
         Vec<T, V> result;
@@ -475,15 +478,15 @@ unsigned grid_1d(Kernel kernel, std::int64_t needed, int max_blocks) {
 }
 
 // The grid of the row kernels: x covers the row's column units (V columns each) once, y gives
-// every group of kRowUnroll consecutive rows its own blocks, so that each thread makes one pass
+// every group of kRowUnroll<V> consecutive rows its own blocks, so that each thread makes one pass
 // (up to 65535 groups; past that, and under max_blocks, the row loop goes round). Measured on the
 // H100 (lesson 2, §7.3): one pass keeps more loads in flight as the grid drains than a one-wave
 // grid whose threads each walk many row groups, and consecutive rows keep the blocks that run
 // together on a compact stretch of memory.
-dim3 grid_rows(std::int64_t column_units, std::int64_t rows, int max_blocks) {
+dim3 grid_rows(std::int64_t column_units, std::int64_t rows, int row_unroll, int max_blocks) {
   const std::int64_t gx = course::ceil_div<std::int64_t>(column_units, kBlockThreads);
   course::require(gx <= 0x7fffffff, "d02: too many columns for one row of blocks");
-  std::int64_t gy = std::min(course::ceil_div<std::int64_t>(rows, kRowUnroll), kMaxGridY);
+  std::int64_t gy = std::min(course::ceil_div<std::int64_t>(rows, row_unroll), kMaxGridY);
   if (max_blocks > 0) gy = std::min<std::int64_t>(gy, max_blocks / gx);
   gy = std::max<std::int64_t>(gy, 1);
   return dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
@@ -607,11 +610,11 @@ void add_bias(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c
   constexpr int V = kVec16<T>;
   if (cols % V == 0 && aligned16(x, bias, y)) {
     const auto kernel = add_bias_kernel<T, V>;
-    const dim3 grid = grid_rows(cols / V, rows, max_blocks);
+    const dim3 grid = grid_rows(cols / V, rows, kRowUnroll<V>, max_blocks);
     kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   } else {
     const auto kernel = add_bias_kernel<T, 1>;
-    const dim3 grid = grid_rows(cols, rows, max_blocks);
+    const dim3 grid = grid_rows(cols, rows, kRowUnroll<1>, max_blocks);
     kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   }
   COURSE_LAUNCH_CHECK();
@@ -636,11 +639,11 @@ void add_bias_gelu_fused(const T* x, const T* bias, T* y, std::int64_t rows, std
   constexpr int V = kVec16<T>;
   if (cols % V == 0 && aligned16(x, bias, y)) {
     const auto kernel = add_bias_gelu_kernel<T, V>;
-    const dim3 grid = grid_rows(cols / V, rows, max_blocks);
+    const dim3 grid = grid_rows(cols / V, rows, kRowUnroll<V>, max_blocks);
     kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   } else {
     const auto kernel = add_bias_gelu_kernel<T, 1>;
-    const dim3 grid = grid_rows(cols, rows, max_blocks);
+    const dim3 grid = grid_rows(cols, rows, kRowUnroll<1>, max_blocks);
     kernel<<<grid, kBlockThreads>>>(x, bias, y, rows, cols);
   }
   COURSE_LAUNCH_CHECK();
@@ -654,11 +657,11 @@ void silu_and_mul(const T* input, T* out, std::int64_t rows, std::int64_t d, int
   constexpr int V = kVec16<T>;
   if (d % V == 0 && aligned16(input, out)) {
     const auto kernel = silu_and_mul_kernel<T, V>;
-    const dim3 grid = grid_rows(d / V, rows, max_blocks);
+    const dim3 grid = grid_rows(d / V, rows, kRowUnroll<V>, max_blocks);
     kernel<<<grid, kBlockThreads>>>(input, out, rows, d);
   } else {
     const auto kernel = silu_and_mul_kernel<T, 1>;
-    const dim3 grid = grid_rows(d, rows, max_blocks);
+    const dim3 grid = grid_rows(d, rows, kRowUnroll<1>, max_blocks);
     kernel<<<grid, kBlockThreads>>>(input, out, rows, d);
   }
   COURSE_LAUNCH_CHECK();
