@@ -82,3 +82,24 @@ class FreshCacheTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
+
+
+class HostCacheTest(unittest.TestCase):
+    """A test whose cache (`self.cache()`, host-only modules built by the host C++ compiler for
+    sm_90a's key) is a folder of its own, made before each test and removed after it."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="cuda_course_jit_test_")
+        self.root = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def cache(self):
+        from cuda_course import jit
+
+        return jit.JitCache(self.root, arch="sm_90a", toolchain=jit.HostCxxToolchain())
+
+    def entries(self):
+        return sorted(p for p in os.listdir(self.root)
+                      if os.path.isdir(os.path.join(self.root, p)))

@@ -1,25 +1,21 @@
 """cuda_course.jit's rendering and on-disk cache (Day 13's rules), on any machine with a host C++
 compiler: the modules are real TVM-FFI libraries built through ninja from a host-only template
 (selftest.cc.jinja) with the host compiler, so that each build takes seconds, not nvcc's tens.
-test_jit_compile.py builds the CUDA templates with nvcc."""
+test_jit_compile.py builds the CUDA templates with nvcc; test_jit_builds.py, builds side by side
+and from several processes at once (a file of its own: ctest runs each file in its own process,
+next to the others)."""
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
-import textwrap
-import time
 import unittest
 
-from jit_support import missing_for_build, missing_for_render, selftest_spec
+from jit_support import HostCacheTest, missing_for_build, missing_for_render, selftest_spec
 
 from cuda_course import jit
 from cuda_course.jit import _cache
 
 RENDER_SKIP = missing_for_render()
 BUILD_SKIP = missing_for_build()
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 @unittest.skipIf(RENDER_SKIP, RENDER_SKIP or "")
@@ -125,20 +121,7 @@ class Key(unittest.TestCase):
 
 
 @unittest.skipIf(BUILD_SKIP, BUILD_SKIP or "")
-class DiskCache(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="cuda_course_jit_test_")
-        self.root = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def cache(self):
-        return jit.JitCache(self.root, arch="sm_90a", toolchain=jit.HostCxxToolchain())
-
-    def entries(self):
-        return sorted(p for p in os.listdir(self.root)
-                      if os.path.isdir(os.path.join(self.root, p)))
+class DiskCache(HostCacheTest):
 
     def test_cold_then_warm_then_another_process(self):
         spec = selftest_spec(5)
@@ -231,59 +214,6 @@ class DiskCache(unittest.TestCase):
         self.assertIn("selftest_bad", str(ctx.exception))
         self.assertIn("error", str(ctx.exception))
         self.assertEqual(self.entries(), [], "no entry and no temporary folder")
-
-    def test_build_all_compiles_each_missing_entry_once_side_by_side(self):
-        cache = self.cache()
-        specs = [selftest_spec(21), selftest_spec(22), selftest_spec(21)]  # a repeat: one entry
-        self.assertEqual(cache.build_all(specs, jobs=2), 2)
-        self.assertEqual(len(self.entries()), 2)
-        self.assertEqual(cache.build_all(specs), 0, "whole entries are not built again")
-        self.assertEqual(cache.load(selftest_spec(22)).add_constant(1), 23)
-        self.assertEqual((cache.stats["compiles"], cache.stats["disk_hits"]), (2, 1))
-
-    def test_build_all_builds_the_others_then_raises_the_failure(self):
-        bad = jit.JitSpec("selftest_bad", "selftest.cc.jinja", {"addend": "1 +"},
-                          exports=("add_constant",))
-        cache = self.cache()
-        with self.assertRaises(jit.CompileError) as ctx:
-            cache.build_all([bad, selftest_spec(23)], jobs=2)
-        self.assertIn("selftest_bad", str(ctx.exception))
-        (entry,) = self.entries()
-        self.assertTrue(entry.startswith("selftest_a23-"), entry)
-
-    def test_concurrent_first_use_compiles_once(self):
-        processes = 4
-        start = os.path.join(self.root, "go")
-        script = textwrap.dedent(f"""
-            import json, os, sys, time
-            sys.path.insert(0, {PYTHON_DIR!r})
-            sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
-            from cuda_course import jit
-            from jit_support import selftest_spec
-            cache = jit.JitCache({self.root!r}, arch="sm_90a", toolchain=jit.HostCxxToolchain())
-            spec = selftest_spec(11)
-            cache.entry(spec)  # render and ask the compiler's version before the start
-            while not os.path.exists({start!r}):
-                time.sleep(0.005)
-            value = cache.load(spec).add_constant(31)
-            print(json.dumps(dict(cache.stats, value=value)))
-        """)
-        procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(processes)]
-        time.sleep(2.0)  # every process imported and waiting at the start line
-        open(start, "w").close()
-        results = []
-        for p in procs:
-            out, err = p.communicate(timeout=300)
-            self.assertEqual(p.returncode, 0, err)
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        self.assertEqual([r["value"] for r in results], [42] * processes)
-        self.assertEqual(sum(r["compiles"] for r in results), 1,
-                         f"exactly one process compiles: {results}")
-        self.assertEqual(sum(r["disk_hits"] for r in results), processes - 1)
-        self.assertGreaterEqual(sum(r["waited"] for r in results), 1,
-                                f"the others waited on the lock while it built: {results}")
-        self.assertEqual(len(self.entries()), 1)
 
     def test_clear_removes_entries(self):
         cache = self.cache()
