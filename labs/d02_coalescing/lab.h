@@ -8,7 +8,7 @@
 //
 // max_blocks: every kernel of the day walks its data with a grid-stride loop. The launcher sizes
 // a 1-D grid to one full wave (as many blocks as fit on the GPU at once), and a row kernel's grid
-// to one pass (every group of kUnroll rows its own blocks; lesson 2 §7.3), never more than the
+// to one pass (every group of consecutive rows its own blocks; lesson 2 §7.3), never more than the
 // data needs. max_blocks > 0 caps the grid further: the tests pass 1 or 3 so that every thread
 // goes round its loop many times, even on small inputs. 0 = the launcher's choice.
 #pragma once
