@@ -188,7 +188,7 @@ struct LayerRun {
   // The layer updates the residual in place: one application from the inputs. The residual comes
   // back from a device copy, as every in-place benchmark's does (course/bench.h): an upload from
   // the host (67 MB at 4 x 2048) would leave the GPU idle for milliseconds before every sample,
-  // and a rested GPU runs the next layer at a higher clock than it holds layer after layer.
+  // which no layer of a model gets.
   void restore() {
     COURSE_CUDA_CHECK(cudaMemcpyAsync(d_residual.data(), d_residual0.data(), d_residual.bytes(),
                                       cudaMemcpyDeviceToDevice));
