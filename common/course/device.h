@@ -37,6 +37,10 @@ std::string describe(const DeviceFacts& facts);
 // (wgmma, setmaxnreg), which runs on compute capability 9.0 and nothing else.
 enum class Hopper { kAtLeast, kSm90a };
 
+// Whether this GPU qualifies for `need`: what require_hopper checks, for code that picks a
+// Hopper kernel where there is one and another kernel elsewhere (Day 14's layer, the benchmarks).
+bool is_hopper(Hopper need = Hopper::kSm90a);
+
 // Throws course::InvalidArgument "<who>: needs compute capability 9.0 (Hopper) for <what_for>;
 // this GPU (<name>) is X.Y" unless the GPU qualifies: the launchers of Days 7, 10 and 12 call
 // it before they launch a Hopper kernel (their tests skip, saying why, on other GPUs).

@@ -113,14 +113,19 @@ std::string describe(const DeviceFacts& f) {
   return s.str();
 }
 
+bool is_hopper(Hopper need) {
+  const DeviceFacts& f = device_facts();
+  return need == Hopper::kSm90a ? (f.cc_major == 9 && f.cc_minor == 0) : f.cc_major >= 9;
+}
+
 void require_hopper(const std::string& who, const std::string& what_for, Hopper need) {
   const DeviceFacts& f = device_facts();
-  const bool ok = need == Hopper::kSm90a ? (f.cc_major == 9 && f.cc_minor == 0) : f.cc_major >= 9;
-  require(ok, who + ": needs compute capability 9.0 (Hopper" +
-                  (need == Hopper::kSm90a ? std::string(": H100, H200; compiled for sm_90a")
-                                          : std::string(" or later")) +
-                  ") for " + what_for + "; this GPU (" + f.name + ") is " +
-                  std::to_string(f.cc_major) + "." + std::to_string(f.cc_minor));
+  require(is_hopper(need),
+          who + ": needs compute capability 9.0 (Hopper" +
+              (need == Hopper::kSm90a ? std::string(": H100, H200; compiled for sm_90a")
+                                      : std::string(" or later")) +
+              ") for " + what_for + "; this GPU (" + f.name + ") is " + std::to_string(f.cc_major) +
+              "." + std::to_string(f.cc_minor));
 }
 
 double measured_copy_bandwidth_gbs() {

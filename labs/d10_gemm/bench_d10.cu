@@ -46,11 +46,6 @@ double f32_to_double(float v) { return v; }
 double bf16_to_double(bfloat16 v) { return course::to_double(v); }
 double fp8_to_double(fp8_e4m3 v) { return static_cast<double>(static_cast<float>(v)); }
 
-bool is_hopper() {
-  const auto& f = course::device_facts();
-  return f.cc_major == 9 && f.cc_minor == 0;
-}
-
 // The key of the vendor's median (course::bench::vendor_median_us): the kind and the shape.
 std::string vendor_key(const std::string& kind, std::int64_t M, std::int64_t N, std::int64_t K) {
   return kind + "/" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
@@ -149,7 +144,7 @@ using Bf16Gemm = std::function<void(const bfloat16*, const bfloat16*, bfloat16*,
 void bench_bf16(benchmark::State& state, const Bf16Gemm& gemm, d10::BLayout layout,
                 bool hopper_only, bool vendor_row, bool key) {
   const std::int64_t M = state.range(0), N = state.range(1), K = state.range(2);
-  if (hopper_only && !is_hopper()) {
+  if (hopper_only && !course::is_hopper()) {
     state.SkipWithError("needs compute capability 9.0 (Hopper, sm_90a): not timed on this GPU");
     return;
   }
@@ -271,7 +266,7 @@ using Fp8Gemm = void (*)(const fp8_e4m3*, const fp8_e4m3*, bfloat16*, std::int64
 
 void bench_fp8(benchmark::State& state, Fp8Gemm gemm, bool vendor_row) {
   const std::int64_t M = state.range(0), N = state.range(1), K = state.range(2);
-  if (!is_hopper()) {
+  if (!course::is_hopper()) {
     state.SkipWithError("needs compute capability 9.0 (Hopper, sm_90a): not timed on this GPU");
     return;
   }

@@ -12,6 +12,7 @@
 #include "../d10_gemm/lab.h"
 #include "../d12_prefill_attention/lab.h"
 #include "course/check.h"
+#include "course/device.h"
 #include "lab.h"
 
 namespace d14 {
@@ -56,20 +57,11 @@ inline Workspace carve(const LayerConfig& c, int batch, int seq_len, char* base)
   return w;
 }
 
-// Compute capability 9.0 (Hopper: wgmma and the Tensor Memory Accelerator)?
-inline bool on_hopper() {
-  int device = 0, major = 0, minor = 0;
-  COURSE_CUDA_CHECK(cudaGetDevice(&device));
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-}
-
 // Day 10's bfloat16 GEMM, C = A B^T with B a [N, K] weight: the TMA + wgmma kernel (step 7) on
 // compute capability 9.0, the mma.sync one (step 6) elsewhere. Legacy default stream.
 inline void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::int64_t n,
                     std::int64_t k) {
-  if (on_hopper())
+  if (course::is_hopper())
     d10::gemm_7_wgmma(a, b, c, m, n, k);
   else
     d10::gemm_6_mma(a, b, c, m, n, k, d10::BLayout::kColMajor);
@@ -79,7 +71,7 @@ inline void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::
 // on compute capability 9.0 with head dim 128, the mma.sync one (prefill_1_mma) elsewhere.
 // Legacy default stream.
 inline void prefill_attention(const d12::PrefillArgs<bf16>& a) {
-  if (on_hopper() && a.head_dim == 128)
+  if (course::is_hopper() && a.head_dim == 128)
     d12::prefill_2_wgmma(a);
   else
     d12::prefill_1_mma(a);

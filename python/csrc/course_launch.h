@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "../../labs/d10_gemm/lab.h"
+#include "../../labs/d14_capstone/layer_parts.h"
 
 namespace course_py {
 
@@ -38,17 +38,7 @@ void on_stream(cudaStream_t stream, F&& work) {
   cudaStreamWaitEvent(stream, e, 0);
 }
 
-// c [M, N] = a [M, K] b^T: Day 10 step 7 (wgmma) on compute capability 9.0, step 6 elsewhere.
-inline void gemm_bt(const course::bfloat16* a, const course::bfloat16* b, course::bfloat16* c,
-                    std::int64_t m, std::int64_t n, std::int64_t k) {
-  int device = 0, major = 0, minor = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-  if (major == 9 && minor == 0)
-    d10::gemm_7_wgmma(a, b, c, m, n, k);
-  else
-    d10::gemm_6_mma(a, b, c, m, n, k, d10::BLayout::kColMajor);
-}
+// c [M, N] = a [M, K] b^T: the layer's own choice of Day 10's GEMM (layer_parts.h).
+using d14::gemm_bt;
 
 }  // namespace course_py
