@@ -404,29 +404,92 @@ __device__ __forceinline__ void wgmma_m64n256k32_e4m3(float (&d)[kAccRegs], std:
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
+// Given (not an exercise) — what a block tile of the wgmma kernels writes. kStore: C = A B^T, and
+// the tile's kWgBN columns are rows n * kWgBN .. of B. kSiluMul (Day 14's gated MLP, lesson
+// §8.9): B = [G; U] stacks the gate rows on the up rows ([2 N, K]), C [M, N] =
+// silu(A G^T) * (A U^T), and a tile's B stage holds gate rows n * 128 .. n * 128 + 127 above up
+// rows N + n * 128 ..: each output column meets its gate and its up column in one thread's
+// accumulators, and the gate/up product never reaches memory.
+enum class WgEpilogue { kStore, kSiluMul };
+template <WgEpilogue kEpi>
+constexpr int kWgOutCols = kEpi == WgEpilogue::kSiluMul ? kWgBN / 2 : kWgBN;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Given — the B rows of tile column n for one stage: one box of kWgBN rows, or for kSiluMul two
+// boxes of kWgBN / 2 rows (the launcher's map has boxes that size). Both land as one box of
+// kWgBN rows would: each starts on a swizzle atom, and the swizzle follows the address.
+template <WgEpilogue kEpi>
+__device__ __forceinline__ void tma_load_b(unsigned char* dst, const CUtensorMap* b_map, int k0,
+                                           std::int64_t n, std::int64_t N, std::uint64_t* bar) {
+  if constexpr (kEpi == WgEpilogue::kStore) {
+    tma_load_2d(dst, b_map, k0, static_cast<int>(n * kWgBN), bar);
+  } else {
+    constexpr int kHalf = kWgBN / 2;
+    tma_load_2d(dst, b_map, k0, static_cast<int>(n * kHalf), bar);                      // gate
+    tma_load_2d(dst + kWgBBytes / 2, b_map, k0, static_cast<int>(N + n * kHalf), bar);  // up
+  }
+}
+
+// Given — a consumer warpgroup's 64 x 256 accumulators to C, straight from the registers (lesson
+// §8.4, item 5): register 4j + 2h + e of lane l in warp w is row 16w + l / 4 + 8h, column
+// 8j + 2 (l % 4) + e of the warpgroup's tile. Rows past M and columns past N are skipped; pairs
+// are stored as one __nv_bfloat162 when c_pair_ok. row0, col0: this lane's first row and column
+// in C. kSiluMul pairs accumulator column c (gate) with c + 128 (up), 16 registers apart.
+template <WgEpilogue kEpi>
+__device__ __forceinline__ void store_c_tile(const float (&acc)[kAccRegs], bfloat16* C,
+                                             std::int64_t M, std::int64_t N, std::int64_t row0,
+                                             std::int64_t col0, float scale, bool c_pair_ok) {
+  constexpr int kBlocks = kWgOutCols<kEpi> / 8;  // 8-column blocks this lane writes to
+#pragma unroll
+  for (int j = 0; j < kBlocks; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int64_t row = row0 + 8 * h, col = col0 + 8 * j;
+      float v0 = acc[4 * j + 2 * h] * scale, v1 = acc[4 * j + 2 * h + 1] * scale;
+      if constexpr (kEpi == WgEpilogue::kSiluMul) {  // silu(g) * u, g / (1 + e^-g) in float32
+        const float u0 = acc[4 * (j + kBlocks) + 2 * h], u1 = acc[4 * (j + kBlocks) + 2 * h + 1];
+        v0 = __fdividef(v0, 1.0f + __expf(-v0)) * u0;
+        v1 = __fdividef(v1, 1.0f + __expf(-v1)) * u1;
+      }
+      if (row >= M) continue;
+      bfloat16* out = C + row * N + col;
+      if (c_pair_ok) {
+        if (col < N) *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(v0, v1);
+      } else {
+        if (col < N) out[0] = __float2bfloat16_rn(v0);
+        if (col + 1 < N) out[1] = __float2bfloat16_rn(v1);
+      }
+    }
+  }
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
 // Steps 7-8 — the warp-specialised pipeline (lesson §8.4), for bfloat16 (kFp8 = false: 4
 // wgmma m64n256k16 per stage) and e4m3 (4 wgmma m64n256k32). C = scale * A B in bfloat16.
 // Stage s's k-th use completes phase k of full[s] (parity k % 2); the consumers' release of that
 // use completes phase k of empty[s], which the producer waits for before the (k+1)-th use.
-template <bool kFp8>
+template <bool kFp8, WgEpilogue kEpi = WgEpilogue::kStore>
 __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                                 bfloat16* __restrict__ C, std::int64_t M,
                                                 std::int64_t N, std::int64_t K,
                                                 const float* scale_a, const float* scale_b,
                                                 bool c_pair_ok, int debug_extra_tx_bytes) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // TODO(d10.7) (lesson §8.4): the stages (1024-aligned: round the dynamic shared memory's
-  // address up, the launcher adds kSwizzleAtom bytes), then full[kWgStages] and
+  // TODO(d10.7) (lesson §8.4, §8.8): the stages (1024-aligned: round the dynamic shared
+  // memory's address up, the launcher adds kSwizzleAtom bytes), then full[kWgStages] and
   // empty[kWgStages] mbarriers, initialised by thread 0 (full: 1 arrival; empty:
-  // kWgConsumerWarps) with fence_barrier_init() and a __syncthreads(). Warpgroup 0
-  // (setmaxnreg_dec<kProducerRegs>): thread 0, for every K-stage kt, waits for empty[s] of the
-  // previous use (mbarrier_wait_bounded, return on failure), arrive_expect_tx(full[s], expected)
-  // and two tma_load_2d (A at (k0, m0), B at (k0, n0)). Warpgroups 1-2
-  // (setmaxnreg_inc<kConsumerRegs>): wait full[s] with parity (kt / kWgStages) % 2,
-  // wgmma_fence(), kWgMmasPerStage wgmma with sw128_descriptor(start + kk * kWgMmaKBytes),
-  // wgmma_commit(), wgmma_wait<1>(), then lane 0 of each warp releases the PREVIOUS stage on
-  // empty. Epilogue: wgmma_wait<0>(), fence_registers, bfloat16 stores from the accumulator
-  // layout above, bounds-checked.
+  // kWgConsumerWarps) with fence_barrier_init() and a __syncthreads(). The block is
+  // persistent: tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... of tiles_m x tiles_n
+  // (tiles of kWgBM x kWgOutCols<kEpi> of C), each at grouped_tile_of(t, ...), and one count
+  // `it` of stage uses runs on across them (stage it % kWgStages, use it / kWgStages).
+  // Warpgroup 0 (setmaxnreg_dec<kProducerRegs>): thread 0, for every tile and K-stage kt,
+  // waits for empty[s] of the previous use (mbarrier_wait_bounded, return on failure),
+  // arrive_expect_tx(full[s], expected), tma_load_2d of A at (k0, m0) and tma_load_b<kEpi>
+  // (given) of B. Warpgroups 1-2 (setmaxnreg_inc<kConsumerRegs>), per tile: zero acc; per
+  // K-stage: wait full[s] with parity use % 2, wgmma_fence(), kWgMmasPerStage wgmma with
+  // sw128_descriptor(start + kk * kWgMmaKBytes), wgmma_commit(), wgmma_wait<1>(), then lane 0
+  // of each warp releases the PREVIOUS stage on empty (not across tiles); after the last:
+  // wgmma_wait<0>(), fence_registers, release the last stage, store_c_tile<kEpi> (given).
   // TODO(d10.8) (lesson §9): for kFp8, wgmma_m64n256k32_e4m3 (kStageK = 128) and C = scale * acc
   // with scale = *scale_a * *scale_b.
   (void)a_map, (void)b_map, (void)C, (void)M, (void)N, (void)K, (void)scale_a, (void)scale_b,
@@ -446,6 +509,15 @@ __global__ void __launch_bounds__(kWgThreads, 1)
                         int debug_extra_tx_bytes) {
   wgmma_gemm_body<false>(&a_map, &b_map, C, M, N, K, nullptr, nullptr, c_pair_ok,
                          debug_extra_tx_bytes);
+}
+
+// Given — step 7 with the gated MLP's epilogue (Day 14; lesson §8.9).
+__global__ void __launch_bounds__(kWgThreads, 1)
+    gemm_silu_mul_kernel(const __grid_constant__ CUtensorMap a_map,
+                         const __grid_constant__ CUtensorMap b_map, bfloat16* __restrict__ C,
+                         std::int64_t M, std::int64_t N, std::int64_t K, bool c_pair_ok) {
+  wgmma_gemm_body<false, WgEpilogue::kSiluMul>(&a_map, &b_map, C, M, N, K, nullptr, nullptr,
+                                               c_pair_ok, 0);
 }
 
 // Step 8 — FP8 e4m3 with per-tensor scales (lesson §9).
@@ -540,8 +612,15 @@ void require_tma(const std::string& name, const void* A, const void* B, std::int
                   name + ": A and B must be 16-byte aligned (TMA's global address rule)");
 }
 
-int wgmma_grid(std::int64_t M, std::int64_t N) {
-  return static_cast<int>(tiles(M, kWgBM) * tiles(N, kWgBN));
+// Steps 7-8 are persistent: one block per SM (at most one per tile), each walking the tiles
+// blockIdx.x, blockIdx.x + gridDim.x, ... (lesson §8.5).
+// tile_cols: the C columns of a tile (kWgBN, or kWgBN / 2 for the gated MLP's epilogue).
+int wgmma_grid(std::int64_t M, std::int64_t N, int tile_cols = kWgBN) {
+  int device = 0, sms = 0;
+  COURSE_CUDA_CHECK(cudaGetDevice(&device));
+  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return static_cast<int>(
+      std::min(tiles(M, kWgBM) * tiles(N, tile_cols), std::int64_t{std::max(sms, 1)}));
 }
 
 }  // namespace
@@ -652,6 +731,24 @@ void gemm_7_wgmma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_
   course::allow_dynamic_smem(gemm_7_wgmma_kernel, kWgSmemBytes);
   gemm_7_wgmma_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(
       a_map, b_map, C, M, N, K, c_pair_ok, debug_extra_tx_bytes);
+  COURSE_LAUNCH_CHECK();
+}
+
+void gemm_7_silu_mul(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t M,
+                     std::int64_t N, std::int64_t K) {
+  const std::string name = "gemm_7_silu_mul";
+  course::require_hopper(name, "TMA, wgmma and setmaxnreg");
+  course::require(N <= kMaxDim / 2,
+                  name + ": 2 N must fit in 31 bits, got N = " + std::to_string(N));
+  if (!check_gemm_args(name, A, B, C, M, N, K)) return;
+  require_tma(name, A, B, K, 2);
+  const CUtensorMap a_map = make_kmajor_map(A, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, M, K, kWgBM);
+  const CUtensorMap b_map =
+      make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, 2 * N, K, kWgBN / 2);
+  const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
+  course::allow_dynamic_smem(gemm_silu_mul_kernel, kWgSmemBytes);
+  gemm_silu_mul_kernel<<<wgmma_grid(M, N, kWgBN / 2), kWgThreads, kWgSmemBytes>>>(
+      a_map, b_map, C, M, N, K, c_pair_ok);
   COURSE_LAUNCH_CHECK();
 }
 

@@ -97,6 +97,13 @@ void check_mbarrier_timeouts();
 void gemm_7_wgmma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t M, std::int64_t N,
                   std::int64_t K, int debug_extra_tx_bytes = 0);
 
+// Given with step 7 (Day 14's gated MLP; lesson §8.9): B = [G; U] is [2 N, K], the N gate rows
+// above the N up rows, and C [M, N] = silu(A G^T) * (A U^T), silu(g) = g / (1 + e^-g), from
+// the float32 accumulators, rounded once to bfloat16. Step 7's kernel with another epilogue:
+// it works when step 7 does.
+void gemm_7_silu_mul(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_t M,
+                     std::int64_t N, std::int64_t K);
+
 // Step 8 — FP8 e4m3 A [M, K] and B [N, K], float32 accumulation, per-tensor scales:
 // C = (*scale_a) * (*scale_b) * A B, rounded to bfloat16 (to nearest even). scale_a and scale_b are
 // device pointers to one float each (as cuBLASLt takes them: a scale computed on the GPU needs no

@@ -28,6 +28,10 @@
 //   - FP8: a scale left out (the scales are 0.375 and 2.5): GemmFp8.
 //   - steps 7-8's pipeline: a stage released while its wgmma may still read it (wrong results in
 //     GemmWgmma, GemmFp8), a wrong transaction count that would hang (GemmWgmmaTimeout).
+//   - steps 7-8's persistent tile loop: a stage count restarted per tile, a tile's last stage
+//     never released, tiles skipped or done twice: M513_N16400_K72 (325 tiles) in GemmWgmma,
+//     M513_N8200_K72 in GemmWgmmaSiluMul.
+//   - the gated MLP's epilogue (given; it fails where step 7 does): GemmWgmmaSiluMul.
 //   - a missing barrier on the shared tiles (steps 2-6): racecheck, and wrong results in the
 //     shapes of many K-tiles; a read past the end of A or B that feeds no output: memcheck.
 //   - the swizzle, the descriptor and the stage of steps 6-8: GemmMmaSwizzle,
@@ -358,9 +362,11 @@ const char* kWgmmaTodo = "gemm_7_wgmma: TODO(d10.7)";
 // (zeros from TMA); K = 520 and 640 go round the 4-stage ring more than twice (both parities of
 // every barrier); N = 1, 129 and 257 are odd (C written element by element); 1153 x 264 is two
 // groups of tile rows, the second of 2.
+// 513 x 16400 is 5 x 65 = 325 tiles: more than an H100 has SMs, so the persistent blocks take
+// two or three tiles each, and the ring of stages runs on from one tile into the next.
 const Shape kWgmmaShapes[] = {{1, 1, 8},       {127, 257, 72}, {1, 300, 128},   {16, 520, 264},
                               {128, 8, 64},    {136, 264, 72}, {300, 520, 200}, {257, 129, 520},
-                              {129, 512, 640}, {64, 256, 576}, {1153, 264, 72}};
+                              {129, 512, 640}, {64, 256, 576}, {1153, 264, 72}, {513, 16400, 72}};
 class GemmWgmma : public HopperTest, public ::testing::WithParamInterface<Shape> {};
 TEST_P(GemmWgmma, MatchesTheReference) {
   expect_bf16_gemm_matches(wgmma_variant(), GetParam(), ref::BLayout::kColMajor, kWgmmaTodo);
@@ -370,6 +376,48 @@ class GemmWgmmaRounding : public HopperTest {};
 TEST_F(GemmWgmmaRounding, RoundsTheOutputToNearestEven) {
   expect_bf16_gemm_rounds_to_nearest(wgmma_variant(), ref::BLayout::kColMajor, kWgmmaTodo);
 }
+
+// The gated MLP's epilogue (gemm_7_silu_mul, given with step 7): B = [G; U] is [2 N, K] and
+// C = silu(A G^T) * (A U^T). The reference is the float64 product with all 2 N rows of B, then
+// silu(gate) * up per element; the kernel computes both from float32 sums and rounds once, so
+// the bfloat16 tolerance holds. N = 129 is odd (element stores), N = 200 is not a multiple of a
+// tile's 128 columns (the last tile's gate box reaches into the up rows, whose columns are
+// dropped), 513 x 8200 is 5 x 65 tiles (every block takes several).
+const Shape kSiluMulShapes[] = {
+    {1, 1, 8}, {127, 200, 72}, {300, 129, 200}, {257, 384, 520}, {513, 8200, 72}};
+class GemmWgmmaSiluMul : public HopperTest, public ::testing::WithParamInterface<Shape> {};
+TEST_P(GemmWgmmaSiluMul, MatchesTheReference) {
+  const Shape s = GetParam();
+  const Shape both{s.M, 2 * s.N, s.K};  // the GEMM with every row of B
+  SCOPED_TRACE(shape_string(s) + ", B = [gate; up] [2N, K]");
+  const auto A =
+      course::random_uniform<bfloat16>(static_cast<std::size_t>(s.M * s.K), course::seed_for(3));
+  const auto B = course::random_uniform<bfloat16>(static_cast<std::size_t>(2 * s.N * s.K),
+                                                  course::seed_for(4));
+  DeviceBuffer<bfloat16> dA(A), dB(B);
+  Guarded<bfloat16> C(static_cast<std::size_t>(s.M * s.N), 0);
+  d10::gemm_7_silu_mul(dA.data(), dB.data(), C.data(), s.M, s.N, s.K);
+  d10::check_mbarrier_timeouts();
+  const auto& gate_up =
+      reference_once("bfloat16 seeds 3, 4", A, B, both, ref::BLayout::kColMajor, bf16_to_double);
+  std::vector<double> want(static_cast<std::size_t>(s.M * s.N));
+  for (std::int64_t m = 0; m < s.M; ++m)
+    for (std::int64_t n = 0; n < s.N; ++n) {
+      const double g = gate_up[static_cast<std::size_t>(m * 2 * s.N + n)];
+      const double u = gate_up[static_cast<std::size_t>(m * 2 * s.N + s.N + n)];
+      want[static_cast<std::size_t>(m * s.N + n)] = g / (1.0 + std::exp(-g)) * u;
+    }
+  course::CompareOptions options;
+  options.tolerance = bf16_tolerance(s.K);
+  options.cols = s.N;
+  options.what =
+      "C [M, N] = silu(A G^T) * (A U^T) (gemm_7_silu_mul: step 7's kernel with the given "
+      "epilogue; if GemmWgmma passes, look at tma_load_b and store_c_tile)";
+  COURSE_EXPECT_MATCH(C.read_back(), want, options);
+  expect_guards_untouched(C, "C");
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmWgmmaSiluMul, ::testing::ValuesIn(kSiluMulShapes),
+                         shape_param_name);
 
 // The bounded mbarrier wait: a stage that expects more bytes than its boxes deliver never
 // completes. The kernel must give up after d10::kMbarrierTimeoutNs and check_mbarrier_timeouts()

@@ -46,7 +46,10 @@ __host__ __device__ inline float inv_freq(int pair, int head_dim, float theta) {
 // every head, so the block computes their cosines and sines once into shared memory (the angle
 // p * inv_freq reduced to [-pi, pi] in float64, where the fast __sincosf is accurate to 2^-21:
 // no slow-path range reduction, which would put an array in local memory), then every thread
-// rotates (head, pair) pairs of the query and key heads and copies value elements (lesson §3.2).
+// rotates (head, pair) pairs of the query and key heads and copies value elements (lesson §3.2),
+// VEC pairs at a time: VEC = 8 moves 16 bytes of x[i..] and of x[i + half..] per access (when
+// head_dim % 16 == 0 and the pointers are 16-byte aligned), VEC = 1 one element otherwise.
+template <int VEC>
 __global__ void __launch_bounds__(kRopeThreads)
     rope_qkv_kernel(const bf16* __restrict__ qkv, const std::int32_t* __restrict__ positions,
                     bf16* __restrict__ q, bf16* __restrict__ k, bf16* __restrict__ v, int num_heads,
@@ -58,9 +61,10 @@ __global__ void __launch_bounds__(kRopeThreads)
   //     shared arrays of kMaxHeadDim / 2; then __syncthreads().
   //  2. The row of token t in qkv has (num_heads + 2 num_kv_heads) * head_dim elements: the
   //     query heads, the key heads, the value heads. Loop j = threadIdx.x .. over
-  //     (num_heads + num_kv_heads) * head_dim / 2 (head, pair) pairs: rotate x[i] and
-  //     x[i + half] of that head (lab.h gives the formula) into q or k (dense [t, head, dim]).
-  //  3. Copy the value heads into v [t, kv_head, dim].
+  //     (num_heads + num_kv_heads) * head_dim / (2 VEC) groups of VEC (head, pair) pairs:
+  //     rotate x[i .. i + VEC - 1] and x[i + half ..] of that head (lab.h gives the formula)
+  //     into q or k (dense [t, head, dim]), loaded and stored as course::Vec<bf16, VEC>.
+  //  3. Copy the value heads into v [t, kv_head, dim], VEC elements at a time.
 }
 
 // ------------------------------------------------------------------------------------------
@@ -181,8 +185,16 @@ void rope_qkv(const bfloat16* qkv, const std::int32_t* positions, bfloat16* q, b
   course::require(theta > 1.0f && std::isfinite(theta), "rope_qkv: theta must be finite and > 1");
   if (tokens == 0) return;
   course::require(qkv && positions && q && k && v, "rope_qkv: a pointer is null");
-  rope_qkv_kernel<<<static_cast<unsigned>(tokens), kRopeThreads, 0, stream>>>(
-      qkv, positions, q, k, v, num_heads, num_kv_heads, head_dim, theta);
+  constexpr int kV = course::kVec16<bf16>;  // 8 pairs: 16 bytes of each half per access
+  const bool vector_ok = head_dim % (2 * kV) == 0 && course::is_aligned(qkv, 16) &&
+                         course::is_aligned(q, 16) && course::is_aligned(k, 16) &&
+                         course::is_aligned(v, 16);
+  if (vector_ok)
+    rope_qkv_kernel<kV><<<static_cast<unsigned>(tokens), kRopeThreads, 0, stream>>>(
+        qkv, positions, q, k, v, num_heads, num_kv_heads, head_dim, theta);
+  else
+    rope_qkv_kernel<1><<<static_cast<unsigned>(tokens), kRopeThreads, 0, stream>>>(
+        qkv, positions, q, k, v, num_heads, num_kv_heads, head_dim, theta);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -297,7 +309,7 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
                              course::ceil_div<std::int64_t>(tokens + 1, 256), 1024)),
                          256, 0, s>>>(ws.cu_seqlens, ws.positions, batch, seq_len);
   COURSE_LAUNCH_CHECK();
-  // TODO(d14.3): the nine stages of lab.h, in order, each inside its own scope that opens
+  // TODO(d14.3): the eight stages of lab.h, in order, each inside its own scope that opens
   //   Stage st(recorder, "<name>", s);
   // with the names of layer_stage_names() (NVTX range + timing events, lesson §6):
   //   d06::fused_add_rmsnorm(x, residual, attn_norm, ws.h, ...)       add_rmsnorm_attn
@@ -308,8 +320,9 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
   //     lse into ws.lse, o into ws.attn
   //   gemm_bt(ws.attn, w_o, ws.proj, ...)                             o_gemm
   //   d06::fused_add_rmsnorm(ws.proj, residual, mlp_norm, ws.h, ...)  add_rmsnorm_mlp
-  //   gemm_bt(ws.h, w_gate_up, ws.gate_up, ...)                       gate_up_gemm
-  //   silu_and_mul(ws.gate_up, ws.act, ..., s)                        silu_and_mul
+  //   gate_up_silu(ws.h, w_gate_up, ws.gate_up, ws.act, ...)          gate_up_silu
+  //     (layer_parts.h: Day 10's GEMM with the SiLU in its epilogue, or
+  //     gemm_bt and your silu_and_mul)
   //   gemm_bt(ws.act, w_down, out, ...)                               down_gemm
   nvtxRangePop();
   bridge.finish();

@@ -61,7 +61,7 @@ void silu_and_mul(const bfloat16* gate_up, bfloat16* out, std::int64_t tokens, s
 //   a = causal attention(q, k, v), scale 1 / sqrt(head_dim)          Day 12 prefill
 //   o = a W_o^T                                                      Day 10 GEMM
 //   residual += o;             h = rmsnorm(residual) * mlp_norm       Day 6 fused add + RMSNorm
-//   gu = h W_gate_up^T;  m = silu_and_mul(gu);  out = m W_down^T     Day 10, Exercise 2, Day 10
+//   m = silu(h W_gate^T) * (h W_up^T);  out = m W_down^T              Day 10 (layer_parts.h), Day 10
 // On return `residual` holds x + residual + o (the residual stream after attention) and `out`
 // the MLP's output: the next layer's (x, residual), as vLLM's Llama layers pass them.
 // Weights are PyTorch Linear weights, [out_features, in_features] row-major.
@@ -85,9 +85,9 @@ struct LayerWeights {
 
 // The layer's stages, in order (the NVTX ranges and the trace use these names).
 inline const std::vector<std::string>& layer_stage_names() {
-  static const std::vector<std::string> names = {
-      "add_rmsnorm_attn", "qkv_gemm",     "rope",         "attention", "o_gemm",
-      "add_rmsnorm_mlp",  "gate_up_gemm", "silu_and_mul", "down_gemm"};
+  static const std::vector<std::string> names = {"add_rmsnorm_attn", "qkv_gemm", "rope",
+                                                 "attention",        "o_gemm",   "add_rmsnorm_mlp",
+                                                 "gate_up_silu",     "down_gemm"};
   return names;
 }
 

@@ -67,6 +67,21 @@ inline void gemm_bt(const bf16* a, const bf16* b, bf16* c, std::int64_t m, std::
     d10::gemm_6_mma(a, b, c, m, n, k, d10::BLayout::kColMajor);
 }
 
+// The gated MLP's first half, act = silu(h W_gate^T) * (h W_up^T) with w_gate_up = [W_gate; W_up]
+// [2 inter, hidden]: on compute capability 9.0 one kernel, Day 10's gemm_7_silu_mul (the
+// activation in the GEMM's epilogue, so the [tokens, 2 inter] gate/up product never reaches
+// memory: lesson §4); elsewhere gemm_bt into `gate_up`, then silu_and_mul (Exercise 2).
+// Legacy default stream.
+inline void gate_up_silu(const bf16* h, const bf16* w_gate_up, bf16* gate_up, bf16* act,
+                         std::int64_t tokens, std::int64_t inter, std::int64_t hidden) {
+  if (course::is_hopper()) {
+    d10::gemm_7_silu_mul(h, w_gate_up, act, tokens, inter, hidden);
+  } else {
+    gemm_bt(h, w_gate_up, gate_up, tokens, 2 * inter, hidden);
+    silu_and_mul(gate_up, act, tokens, inter, cudaStreamLegacy);
+  }
+}
+
 // Day 12's causal prefill over the layer's q, k, v: the Hopper kernel (TMA + wgmma, Exercise 6)
 // on compute capability 9.0 with head dim 128, the mma.sync one (prefill_1_mma) elsewhere.
 // Legacy default stream.

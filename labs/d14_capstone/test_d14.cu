@@ -20,6 +20,9 @@
 //                                      RopeQkv.HandlesEveryEvenHeadDimUpTo256
 //   RoPE: more (head, pair) work than threads (the loops' strides)
 //                                      RopeQkv.HandlesManyTokensAndHeads
+//   RoPE: 16-byte vectors on outputs that are not 16-byte aligned, writes past q, k or v
+//                                      RopeQkv.HandlesOutputsThatAreNot16ByteAligned, the
+//                                      guards of every RoPE test
 //   RoPE: the angle p * inv_freq in float32 fed to __sincosf unreduced (~0.01 rad off at
 //   position 2^17)                     RopeQkv.StaysAccurateAtLongContextPositions
 //   RoPE: the offsets t * row of qkv or of q in 32 bits
@@ -138,11 +141,12 @@ TEST(RopeInvFreq, StartsAtOneAndFallsTowardOneOverTheta) {
 class RopeQkv : public course::GpuTest {};
 
 // Positions uniform in [0, max_position), position 0 at token 1 and max_position - 1 at token 2.
+// offset: q, k and v start that many elements past an aligned address (1: no 16-byte vectors).
 void check_rope(std::int64_t tokens, int heads, int kv_heads, int dim, float theta,
-                std::uint64_t salt, std::int32_t max_position = 8192) {
+                std::uint64_t salt, std::int32_t max_position = 8192, std::size_t offset = 0) {
   SCOPED_TRACE("tokens " + std::to_string(tokens) + ", heads " + std::to_string(heads) + "/" +
                std::to_string(kv_heads) + ", dim " + std::to_string(dim) + ", positions < " +
-               std::to_string(max_position));
+               std::to_string(max_position) + (offset ? ", q, k, v not 16-byte aligned" : ""));
   const std::size_t row = static_cast<std::size_t>(heads + 2 * kv_heads) * dim;
   const auto qkv = course::random_uniform<bfloat16>(tokens * row, course::seed_for(salt), -2, 2);
   std::vector<std::int32_t> positions(tokens);
@@ -154,11 +158,8 @@ void check_rope(std::int64_t tokens, int heads, int kv_heads, int dim, float the
   if (tokens > 2) positions[2] = max_position - 1;  // the longest angle
   DeviceBuffer<bfloat16> d_qkv(qkv);
   DeviceBuffer<std::int32_t> d_pos(positions);
-  DeviceBuffer<bfloat16> q(tokens * heads * dim), k(tokens * kv_heads * dim),
-      v(tokens * kv_heads * dim);
-  q.poison();
-  k.poison();
-  v.poison();
+  course::Guarded<bfloat16> q(tokens * heads * dim, offset), k(tokens * kv_heads * dim, offset),
+      v(tokens * kv_heads * dim, offset);
   if (!runs("d14::rope_qkv", [&] {
         d14::rope_qkv(d_qkv.data(), d_pos.data(), q.data(), k.data(), v.data(), tokens, heads,
                       kv_heads, dim, theta);
@@ -172,6 +173,9 @@ void check_rope(std::int64_t tokens, int heads, int kv_heads, int dim, float the
   COURSE_EXPECT_MATCH(q.read_back(), want.q, opts(dim, "q (rotated query heads)"));
   COURSE_EXPECT_MATCH(k.read_back(), want.k, opts(dim, "k (rotated key heads)"));
   COURSE_EXPECT_MATCH(v.read_back(), want.v, opts(dim, "v (copied value heads)"));
+  course::expect_guards_untouched(q, "q");
+  course::expect_guards_untouched(k, "k");
+  course::expect_guards_untouched(v, "v");
 }
 
 TEST_F(RopeQkv, RotatesQueryAndKeyHeadsAndCopiesValues) {
@@ -182,6 +186,11 @@ TEST_F(RopeQkv, RotatesQueryAndKeyHeadsAndCopiesValues) {
 }
 
 TEST_F(RopeQkv, HandlesManyTokensAndHeads) { check_rope(301, 8, 2, 128, 10000.0f, 14); }
+
+// A launcher that picks 16-byte vectors must check the pointers, not only head_dim.
+TEST_F(RopeQkv, HandlesOutputsThatAreNot16ByteAligned) {
+  check_rope(9, 4, 2, 128, 10000.0f, 27, 8192, 1);
+}
 
 // lab.h: head_dim even and at most 256. 2 and 6 have a half (1, 3) that is no multiple of a
 // vector or a warp; 256 has a half of 128, the whole block. Just outside the limits: refused.
@@ -306,10 +315,12 @@ TEST_F(SiluAndMul, HandlesOddWidthsAndMisalignedPointers) {
 
 // ---------------------------------------------------------------- Exercise 3: DecoderLayer
 
-// The layer's output comes after nine stages, each storing bfloat16; the reference rounds at the
-// same places, so what is left is an intermediate that the GPU's float32 and the reference's
-// float64 round to neighbouring bfloat16 values (one step, 2^-8, on a few elements) carried
-// through the next GEMMs, and Day 12's rounding of the probabilities to bfloat16 before P V.
+// The layer's output comes after eight stages, each storing bfloat16; the reference rounds at the
+// same places (and once more, the gate/up product, which the Hopper path keeps in float32 inside
+// the GEMM's epilogue: half a bfloat16 step on act, averaged out by the down GEMM), so what is
+// left is an intermediate that the GPU's float32 and the reference's float64 round to
+// neighbouring bfloat16 values (one step, 2^-8, on a few elements) carried through the next
+// GEMMs, and Day 12's rounding of the probabilities to bfloat16 before P V.
 // 1.5x the bfloat16 defaults leaves room for that; a wrong stage (a missed RoPE, the gate and
 // up halves swapped, a non-causal attention) is off by tens of percent.
 constexpr course::Tolerance kLayerTolerance{1.2e-2, 2.4e-2};

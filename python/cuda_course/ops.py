@@ -379,4 +379,4 @@ def decoder_layer(x, residual, weights, batch, seq_len, num_heads, num_kv_heads,
 
 
 STAGES = ("add_rmsnorm_attn", "qkv_gemm", "rope", "attention", "o_gemm", "add_rmsnorm_mlp",
-          "gate_up_gemm", "silu_and_mul", "down_gemm")
+          "gate_up_silu", "down_gemm")

@@ -51,7 +51,10 @@ __host__ __device__ inline float inv_freq(int pair, int head_dim, float theta) {
 // every head, so the block computes their cosines and sines once into shared memory (the angle
 // p * inv_freq reduced to [-pi, pi] in float64, where the fast __sincosf is accurate to 2^-21:
 // no slow-path range reduction, which would put an array in local memory), then every thread
-// rotates (head, pair) pairs of the query and key heads and copies value elements (lesson §3.2).
+// rotates (head, pair) pairs of the query and key heads and copies value elements (lesson §3.2),
+// VEC pairs at a time: VEC = 8 moves 16 bytes of x[i..] and of x[i + half..] per access (when
+// head_dim % 16 == 0 and the pointers are 16-byte aligned), VEC = 1 one element otherwise.
+template <int VEC>
 __global__ void __launch_bounds__(kRopeThreads)
     rope_qkv_kernel(const bf16* __restrict__ qkv, const std::int32_t* __restrict__ positions,
                     bf16* __restrict__ q, bf16* __restrict__ k, bf16* __restrict__ v, int num_heads,
@@ -64,9 +67,10 @@ __global__ void __launch_bounds__(kRopeThreads)
   //|  //     shared arrays of kMaxHeadDim / 2; then __syncthreads().
   //|  //  2. The row of token t in qkv has (num_heads + 2 num_kv_heads) * head_dim elements: the
   //|  //     query heads, the key heads, the value heads. Loop j = threadIdx.x .. over
-  //|  //     (num_heads + num_kv_heads) * head_dim / 2 (head, pair) pairs: rotate x[i] and
-  //|  //     x[i + half] of that head (lab.h gives the formula) into q or k (dense [t, head, dim]).
-  //|  //  3. Copy the value heads into v [t, kv_head, dim].
+  //|  //     (num_heads + num_kv_heads) * head_dim / (2 VEC) groups of VEC (head, pair) pairs:
+  //|  //     rotate x[i .. i + VEC - 1] and x[i + half ..] of that head (lab.h gives the formula)
+  //|  //     into q or k (dense [t, head, dim]), loaded and stored as course::Vec<bf16, VEC>.
+  //|  //  3. Copy the value heads into v [t, kv_head, dim], VEC elements at a time.
   // === SOLUTION
   __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
   const std::int64_t t = blockIdx.x;
@@ -85,19 +89,33 @@ __global__ void __launch_bounds__(kRopeThreads)
 
   const std::int64_t row = static_cast<std::int64_t>(num_heads + 2 * num_kv_heads) * head_dim;
   const bf16* src_row = qkv + t * row;
-  const int rotated = (num_heads + num_kv_heads) * half;
+  const int groups = half / VEC;  // VEC-pair groups per head
+  const int rotated = (num_heads + num_kv_heads) * groups;
   for (int j = threadIdx.x; j < rotated; j += blockDim.x) {
-    const int head = j / half, i = j % half;
+    const int head = j / groups, i = j % groups * VEC;
     const bf16* src = src_row + static_cast<std::int64_t>(head) * head_dim;
     bf16* dst = head < num_heads ? q + (t * num_heads + head) * head_dim
                                  : k + (t * num_kv_heads + (head - num_heads)) * head_dim;
-    const float x1 = __bfloat162float(src[i]), x2 = __bfloat162float(src[i + half]);
-    dst[i] = __float2bfloat16_rn(x1 * cos_s[i] - x2 * sin_s[i]);
-    dst[i + half] = __float2bfloat16_rn(x2 * cos_s[i] + x1 * sin_s[i]);
+    course::Vec<bf16, VEC> x1, x2, y1, y2;
+    x1.load(src + i);
+    x2.load(src + i + half);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      const float a = __bfloat162float(x1[e]), b = __bfloat162float(x2[e]);
+      y1[e] = __float2bfloat16_rn(a * cos_s[i + e] - b * sin_s[i + e]);
+      y2[e] = __float2bfloat16_rn(b * cos_s[i + e] + a * sin_s[i + e]);
+    }
+    y1.store(dst + i);
+    y2.store(dst + i + half);
   }
-  const int v_elems = num_kv_heads * head_dim;
+  const int v_vecs = num_kv_heads * head_dim / VEC;
   const bf16* v_src = src_row + static_cast<std::int64_t>(num_heads + num_kv_heads) * head_dim;
-  for (int e = threadIdx.x; e < v_elems; e += blockDim.x) v[t * v_elems + e] = v_src[e];
+  bf16* v_dst = v + t * num_kv_heads * head_dim;
+  for (int e = threadIdx.x; e < v_vecs; e += blockDim.x) {
+    course::Vec<bf16, VEC> x;
+    x.load(v_src + e * VEC);
+    x.store(v_dst + e * VEC);
+  }
   // <<< d14.1b
 }
 
@@ -239,8 +257,16 @@ void rope_qkv(const bfloat16* qkv, const std::int32_t* positions, bfloat16* q, b
   course::require(theta > 1.0f && std::isfinite(theta), "rope_qkv: theta must be finite and > 1");
   if (tokens == 0) return;
   course::require(qkv && positions && q && k && v, "rope_qkv: a pointer is null");
-  rope_qkv_kernel<<<static_cast<unsigned>(tokens), kRopeThreads, 0, stream>>>(
-      qkv, positions, q, k, v, num_heads, num_kv_heads, head_dim, theta);
+  constexpr int kV = course::kVec16<bf16>;  // 8 pairs: 16 bytes of each half per access
+  const bool vector_ok = head_dim % (2 * kV) == 0 && course::is_aligned(qkv, 16) &&
+                         course::is_aligned(q, 16) && course::is_aligned(k, 16) &&
+                         course::is_aligned(v, 16);
+  if (vector_ok)
+    rope_qkv_kernel<kV><<<static_cast<unsigned>(tokens), kRopeThreads, 0, stream>>>(
+        qkv, positions, q, k, v, num_heads, num_kv_heads, head_dim, theta);
+  else
+    rope_qkv_kernel<1><<<static_cast<unsigned>(tokens), kRopeThreads, 0, stream>>>(
+        qkv, positions, q, k, v, num_heads, num_kv_heads, head_dim, theta);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -356,7 +382,7 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
                          256, 0, s>>>(ws.cu_seqlens, ws.positions, batch, seq_len);
   COURSE_LAUNCH_CHECK();
   // >>> STARTER d14.3
-  //|  // TODO(d14.3): the nine stages of lab.h, in order, each inside its own scope that opens
+  //|  // TODO(d14.3): the eight stages of lab.h, in order, each inside its own scope that opens
   //|  //   Stage st(recorder, "<name>", s);
   //|  // with the names of layer_stage_names() (NVTX range + timing events, lesson §6):
   //|  //   d06::fused_add_rmsnorm(x, residual, attn_norm, ws.h, ...)       add_rmsnorm_attn
@@ -367,8 +393,9 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
   //|  //     lse into ws.lse, o into ws.attn
   //|  //   gemm_bt(ws.attn, w_o, ws.proj, ...)                             o_gemm
   //|  //   d06::fused_add_rmsnorm(ws.proj, residual, mlp_norm, ws.h, ...)  add_rmsnorm_mlp
-  //|  //   gemm_bt(ws.h, w_gate_up, ws.gate_up, ...)                       gate_up_gemm
-  //|  //   silu_and_mul(ws.gate_up, ws.act, ..., s)                        silu_and_mul
+  //|  //   gate_up_silu(ws.h, w_gate_up, ws.gate_up, ws.act, ...)          gate_up_silu
+  //|  //     (layer_parts.h: Day 10's GEMM with the SiLU in its epilogue, or
+  //|  //     gemm_bt and your silu_and_mul)
   //|  //   gemm_bt(ws.act, w_down, out, ...)                               down_gemm
   // === SOLUTION
   {
@@ -414,13 +441,8 @@ void decoder_layer(const LayerConfig& config, const LayerWeights& weights, const
     d06::fused_add_rmsnorm(ws.proj, residual, weights.mlp_norm, ws.h, tokens, c.hidden, c.eps);
   }
   {
-    Stage st(recorder, "gate_up_gemm", s);
-    gemm_bt(ws.h, weights.w_gate_up, ws.gate_up, tokens, 2 * std::int64_t{c.intermediate},
-            c.hidden);
-  }
-  {
-    Stage st(recorder, "silu_and_mul", s);
-    silu_and_mul(ws.gate_up, ws.act, tokens, c.intermediate, s);
+    Stage st(recorder, "gate_up_silu", s);
+    gate_up_silu(ws.h, weights.w_gate_up, ws.gate_up, ws.act, tokens, c.intermediate, c.hidden);
   }
   {
     Stage st(recorder, "down_gemm", s);

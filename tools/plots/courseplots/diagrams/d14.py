@@ -2,7 +2,7 @@
 shapes at the Llama-3-8B shape), the DLPack hand-off of a torch.Tensor to the course's C ABI,
 and the events that order the legacy default stream after the caller's stream and back.
 
-Everything drawn follows solutions/d14_capstone/kernel.cu (decoder_layer's nine stages and the
+Everything drawn follows solutions/d14_capstone/kernel.cu (decoder_layer's eight stages and the
 calls they make, LegacyStreamBridge), labs/d14_capstone/lab.h and layer_parts.h (the shapes and
 the weights' [out_features, in_features] layout, gemm_bt), python/cuda_course/_dlpack.py and
 python/csrc/course_py.cpp (the structures, the borrow, the checks).
@@ -24,8 +24,8 @@ QKV = (HEADS + 2 * KV_HEADS) * HEAD_DIM  # 6144
 
 @diagram("d14_layer_dataflow")
 def layer_dataflow() -> Figure:
-    fig, ax = canvas(36, 38.8, inches_per_unit=0.25,
-                     title="The decoder layer: nine stages, the kernel of each, the tensors "
+    fig, ax = canvas(36, 35.2, inches_per_unit=0.25,
+                     title="The decoder layer: eight stages, the kernel of each, the tensors "
                      "between them (T tokens)")
     fs = 7.8
     stages = [
@@ -37,7 +37,7 @@ def layer_dataflow() -> Figure:
         ("rope", "Day 14, Exercise 1  rope_qkv",
          "split, and rotate q and k by position", f"q [T, {HEADS}, {HEAD_DIM}]\n"
          f"k, v [T, {KV_HEADS}, {HEAD_DIM}]", ELEMENTWISE),
-        ("attention", "Day 12  prefill_1_mma (mma.sync)",
+        ("attention", "Day 12  prefill_2_wgmma (TMA + wgmma)",
          "causal softmax(q k^T / sqrt(128)) v, 4 q heads per KV head",
          f"attn [T, {HEADS} x {HEAD_DIM} = {HIDDEN}]", ATTENTION),
         ("o_gemm", "Day 10  gemm_7_wgmma",
@@ -45,11 +45,9 @@ def layer_dataflow() -> Figure:
         ("add_rmsnorm_mlp", "Day 6  d06::fused_add_rmsnorm",
          "residual += proj;  h = rmsnorm(residual) * mlp_norm", f"h [T, {HIDDEN}]",
          ELEMENTWISE),
-        ("gate_up_gemm", "Day 10  gemm_7_wgmma",
-         f"gu = h W_gate_up^T,  W_gate_up [{2 * INTER}, {HIDDEN}]",
-         f"gate_up [T, {2 * INTER}]\n= [gate | up]", GEMM),
-        ("silu_and_mul", "Day 14, Exercise 2  silu_and_mul",
-         "silu(gate) * up, one read, one write", f"act [T, {INTER}]", ELEMENTWISE),
+        ("gate_up_silu", "Day 10  gemm_7_silu_mul",
+         f"act = silu(h W_gate^T) * (h W_up^T),  [W_gate; W_up] [{2 * INTER}, {HIDDEN}]",
+         f"act [T, {INTER}]\n(SiLU in the epilogue)", GEMM),
         ("down_gemm", "Day 10  gemm_7_wgmma",
          f"out = act W_down^T,  W_down [{HIDDEN}, {INTER}]", f"out [T, {HIDDEN}]", GEMM),
     ]
@@ -75,7 +73,7 @@ def layer_dataflow() -> Figure:
         arrow(ax, (1.5, y + h / 2), (x_stage, y + h / 2), color=PALETTE[4])
     label(ax, 1.8, (first + second) / 2 + 1.5, "residual,\nupdated\nin place", fontsize=fs,
           color=PALETTE[4])
-    end = 2.8 + 8 * step + h
+    end = 2.8 + 7 * step + h
     label(ax, 0.0, end + 1.5, "on return, out and residual are the next layer's (x, residual): "
           "the down GEMM's residual add happens there.\nThe GEMMs (gemm_bt) take PyTorch's "
           "Linear weights [out, in]: Day 10's step 7 on compute capability 9.0, step 6 elsewhere.",
