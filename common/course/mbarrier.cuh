@@ -100,6 +100,47 @@ __device__ __forceinline__ bool mbarrier_wait_bounded(std::uint64_t* bar, std::u
   return true;
 }
 
+// Named barriers 1 .. 15 (0 is __syncthreads'): bar.sync waits until `threads` threads have
+// arrived (itself included), bar.arrive counts this warp and does not wait.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Orders this thread's earlier shared-memory writes (the generic proxy) before later accesses of
+// the async proxy (TMA, wgmma) to them: each writing thread fences, then a barrier, then the
+// async operation.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// The box of a 2-D tensor map whose corner is (inner, outer) = (column, row), from shared memory
+// to global (a TMA store; what lies outside the tensor is not written). Asynchronous: it joins
+// the thread's current bulk group, which bulk_commit_group() closes; bulk_wait_group_read<N>()
+// waits until at most N of the thread's groups still read shared memory (their source may be
+// overwritten), bulk_wait_group<N>() until at most N are incomplete.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* smem_src,
+                                             int inner, int outer) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+          reinterpret_cast<std::uint64_t>(map)),
+      "r"(smem_address(smem_src)), "r"(inner), "r"(outer)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // The box of a 2-D tensor map whose corner is (inner, outer) = (column, row), to shared memory;
 // its bytes count toward *bar's transaction count.
 __device__ __forceinline__ void tma_load_2d(void* smem_dst, const CUtensorMap* map, int inner,

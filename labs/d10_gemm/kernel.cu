@@ -267,8 +267,15 @@ constexpr int kWgMmaKBytes = 32;                                     // k16 bflo
 constexpr int kSwizzleAtom = 1024;  // 8 rows of 128 bytes: the swizzle pattern's period
 [[maybe_unused]] constexpr int kWgGroup = 8;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// The epilogue stages C through shared memory for TMA stores (lesson §8.7, item 5): each consumer
+// warpgroup has kWgCHalfBytes, half of its 64 x 256 tile, in boxes of 64 rows x 64 columns
+// (128-byte rows, swizzled like the operands), after the barriers' own 1024-byte atom.
+constexpr int kWgCBox = 64;                          // rows and columns of a box
+constexpr int kWgCHalfBytes = 64 * (kWgBN / 2) * 2;  // 16 KiB
+constexpr std::size_t kWgCStagingOffset = kWgStages * kWgStageBytes + kSwizzleAtom;
 constexpr std::size_t kWgSmemBytes =
-    kSwizzleAtom + kWgStages * kWgStageBytes + 2 * kWgStages * sizeof(std::uint64_t);
+    kSwizzleAtom + kWgCStagingOffset + kWgConsumers * kWgCHalfBytes;
+static_assert(2 * kWgStages * sizeof(std::uint64_t) <= kSwizzleAtom, "the barriers fit their atom");
 static_assert(kWgABytes % kSwizzleAtom == 0 && kWgBBytes % kSwizzleAtom == 0,
               "every box starts on a swizzle atom (TMA and the descriptors both need it)");
 static_assert(128 * kProducerRegs + 128 * kWgConsumers * kConsumerRegs <= 65536,
@@ -430,35 +437,84 @@ __device__ __forceinline__ void tma_load_b(unsigned char* dst, const CUtensorMap
   }
 }
 
-// Given — a consumer warpgroup's 64 x 256 accumulators to C, straight from the registers (lesson
-// §8.4, item 5): register 4j + 2h + e of lane l in warp w is row 16w + l / 4 + 8h, column
-// 8j + 2 (l % 4) + e of the warpgroup's tile. Rows past M and columns past N are skipped; pairs
-// are stored as one __nv_bfloat162 when c_pair_ok. row0, col0: this lane's first row and column
-// in C. kSiluMul pairs accumulator column c (gate) with c + 128 (up), 16 registers apart.
+// Given — the value of accumulator pair (4j + 2h, 4j + 2h + 1) for C: scaled, and for kSiluMul
+// silu(gate) * up, the up column 128 further on (16 registers: kWgOutCols / 8 blocks of 4).
+template <WgEpilogue kEpi>
+__device__ __forceinline__ float2 c_pair(const float (&acc)[kAccRegs], int j, int h, float scale) {
+  float v0 = acc[4 * j + 2 * h] * scale, v1 = acc[4 * j + 2 * h + 1] * scale;
+  if constexpr (kEpi == WgEpilogue::kSiluMul) {  // g / (1 + e^-g) * u in float32
+    constexpr int kUp = kWgOutCols<kEpi> / 8;
+    v0 = __fdividef(v0, 1.0f + __expf(-v0)) * acc[4 * (j + kUp) + 2 * h];
+    v1 = __fdividef(v1, 1.0f + __expf(-v1)) * acc[4 * (j + kUp) + 2 * h + 1];
+  }
+  return make_float2(v0, v1);
+}
+
+// Given — a consumer warpgroup's accumulators to C (lesson §8.7, item 5). Register 4j + 2h + e
+// of lane l in warp w is row 16w + l / 4 + 8h, column 8j + 2 (l % 4) + e of the warpgroup's
+// 64-row slice of the tile. With a tensor map of C (c_map; N % 8 == 0 and C 16-byte aligned), the
+// warpgroup writes each half of its slice, 64 x 128, into its staging buffer (4-byte stores, the
+// 16-byte chunks XOR-swizzled by row like TMA's 128-byte pattern: no bank conflicts) and one
+// thread hands it to TMA stores, which clip rows and columns past C and run on while the
+// warpgroup multiplies its next tile; the buffer is written again only once TMA has read it.
+// Without one: straight from the registers, bfloat16 pairs when c_pair_ok, skipping rows past M
+// and columns past N.
 template <WgEpilogue kEpi>
 __device__ __forceinline__ void store_c_tile(const float (&acc)[kAccRegs], bfloat16* C,
-                                             std::int64_t M, std::int64_t N, std::int64_t row0,
-                                             std::int64_t col0, float scale, bool c_pair_ok) {
-  constexpr int kBlocks = kWgOutCols<kEpi> / 8;  // 8-column blocks this lane writes to
+                                             const CUtensorMap* c_map, unsigned char* stages,
+                                             std::int64_t M, std::int64_t N, TileCoord tile,
+                                             int consumer, float scale, bool c_pair_ok) {
+  constexpr int kOutCols = kWgOutCols<kEpi>;
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  const int r0 = warp * 16 + lane / 4, c0 = (lane % 4) * 2;  // in the warpgroup's 64-row slice
+  const std::int64_t m0 = tile.m * kWgBM + consumer * 64, n0 = tile.n * kOutCols;
+  if (c_map == nullptr) {
 #pragma unroll
-  for (int j = 0; j < kBlocks; ++j) {
+    for (int j = 0; j < kOutCols / 8; ++j) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const std::int64_t row = row0 + 8 * h, col = col0 + 8 * j;
-      float v0 = acc[4 * j + 2 * h] * scale, v1 = acc[4 * j + 2 * h + 1] * scale;
-      if constexpr (kEpi == WgEpilogue::kSiluMul) {  // silu(g) * u, g / (1 + e^-g) in float32
-        const float u0 = acc[4 * (j + kBlocks) + 2 * h], u1 = acc[4 * (j + kBlocks) + 2 * h + 1];
-        v0 = __fdividef(v0, 1.0f + __expf(-v0)) * u0;
-        v1 = __fdividef(v1, 1.0f + __expf(-v1)) * u1;
+      for (int h = 0; h < 2; ++h) {
+        const std::int64_t row = m0 + r0 + 8 * h, col = n0 + c0 + 8 * j;
+        const float2 v = c_pair<kEpi>(acc, j, h, scale);
+        if (row >= M) continue;
+        bfloat16* out = C + row * N + col;
+        if (c_pair_ok) {
+          if (col < N) *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(v.x, v.y);
+        } else {
+          if (col < N) out[0] = __float2bfloat16_rn(v.x);
+          if (col + 1 < N) out[1] = __float2bfloat16_rn(v.y);
+        }
       }
-      if (row >= M) continue;
-      bfloat16* out = C + row * N + col;
-      if (c_pair_ok) {
-        if (col < N) *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(v0, v1);
-      } else {
-        if (col < N) out[0] = __float2bfloat16_rn(v0);
-        if (col + 1 < N) out[1] = __float2bfloat16_rn(v1);
+    }
+    return;
+  }
+  unsigned char* buffer = stages + kWgCStagingOffset + consumer * kWgCHalfBytes;
+  const bool issuer = threadIdx.x % 128 == 0;
+  constexpr int kHalfCols = kWgBN / 2;  // 128 columns of C per half
+#pragma unroll
+  for (int half = 0; half < kOutCols / kHalfCols; ++half) {
+    if (issuer) course::bulk_wait_group_read<0>();  // TMA has read the buffer's last contents
+    course::named_barrier_sync(1 + consumer, 128);
+#pragma unroll
+    for (int jj = 0; jj < kHalfCols / 8; ++jj) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 v = c_pair<kEpi>(acc, half * (kHalfCols / 8) + jj, h, scale);
+        const int r = r0 + 8 * h, c = jj * 8 + c0;  // in the half: box c / 64, column c % 64
+        const int chunk = (c % kWgCBox) / 8;
+        *reinterpret_cast<__nv_bfloat162*>(buffer + (c / kWgCBox) * kWgCBox * 128 + r * 128 +
+                                           ((chunk ^ (r % 8)) * 16) + (c % 8) * 2) =
+            __floats2bfloat162_rn(v.x, v.y);
       }
+    }
+    course::fence_proxy_async_shared();  // these writes, before TMA (the async proxy) reads them
+    course::named_barrier_sync(1 + consumer, 128);
+    if (issuer) {
+#pragma unroll
+      for (int box = 0; box < kHalfCols / kWgCBox; ++box)
+        course::tma_store_2d(c_map, buffer + box * kWgCBox * 128,
+                             static_cast<int>(n0 + half * kHalfCols + box * kWgCBox),
+                             static_cast<int>(m0));
+      course::bulk_commit_group();
     }
   }
 }
@@ -473,7 +529,8 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
                                                 bfloat16* __restrict__ C, std::int64_t M,
                                                 std::int64_t N, std::int64_t K,
                                                 const float* scale_a, const float* scale_b,
-                                                bool c_pair_ok, int debug_extra_tx_bytes) {
+                                                bool c_pair_ok, int debug_extra_tx_bytes,
+                                                const CUtensorMap* c_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // TODO(d10.7) (lesson §8.4, §8.8): the stages (1024-aligned: round the dynamic shared
   // memory's address up, the launcher adds kSwizzleAtom bytes), then full[kWgStages] and
@@ -489,7 +546,10 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
   // K-stage: wait full[s] with parity use % 2, wgmma_fence(), kWgMmasPerStage wgmma with
   // sw128_descriptor(start + kk * kWgMmaKBytes), wgmma_commit(), wgmma_wait<1>(), then lane 0
   // of each warp releases the PREVIOUS stage on empty (not across tiles); after the last:
-  // wgmma_wait<0>(), fence_registers, release the last stage, store_c_tile<kEpi> (given).
+  // wgmma_wait<0>(), fence_registers, release the last stage, then store_c_tile<kEpi>(acc, C,
+  // c_map, stages, M, N, tile, consumer, scale, c_pair_ok) (given). After the last tile, thread
+  // 0 of each consumer warpgroup waits for its TMA stores (course::bulk_wait_group_read<0>)
+  // when c_map is not null.
   // TODO(d10.8) (lesson §9): for kFp8, wgmma_m64n256k32_e4m3 (kStageK = 128) and C = scale * acc
   // with scale = *scale_a * *scale_b.
   (void)a_map, (void)b_map, (void)C, (void)M, (void)N, (void)K, (void)scale_a, (void)scale_b,
@@ -504,31 +564,35 @@ __device__ __forceinline__ void wgmma_gemm_body(const CUtensorMap* a_map, const 
 // Step 7 — bfloat16 (lesson §8).
 __global__ void __launch_bounds__(kWgThreads, 1)
     gemm_7_wgmma_kernel(const __grid_constant__ CUtensorMap a_map,
-                        const __grid_constant__ CUtensorMap b_map, bfloat16* __restrict__ C,
-                        std::int64_t M, std::int64_t N, std::int64_t K, bool c_pair_ok,
-                        int debug_extra_tx_bytes) {
+                        const __grid_constant__ CUtensorMap b_map,
+                        const __grid_constant__ CUtensorMap c_map, bool c_tma,
+                        bfloat16* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K,
+                        bool c_pair_ok, int debug_extra_tx_bytes) {
   wgmma_gemm_body<false>(&a_map, &b_map, C, M, N, K, nullptr, nullptr, c_pair_ok,
-                         debug_extra_tx_bytes);
+                         debug_extra_tx_bytes, c_tma ? &c_map : nullptr);
 }
 
 // Given — step 7 with the gated MLP's epilogue (Day 14; lesson §8.9).
 __global__ void __launch_bounds__(kWgThreads, 1)
     gemm_silu_mul_kernel(const __grid_constant__ CUtensorMap a_map,
-                         const __grid_constant__ CUtensorMap b_map, bfloat16* __restrict__ C,
-                         std::int64_t M, std::int64_t N, std::int64_t K, bool c_pair_ok) {
+                         const __grid_constant__ CUtensorMap b_map,
+                         const __grid_constant__ CUtensorMap c_map, bool c_tma,
+                         bfloat16* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K,
+                         bool c_pair_ok) {
   wgmma_gemm_body<false, WgEpilogue::kSiluMul>(&a_map, &b_map, C, M, N, K, nullptr, nullptr,
-                                               c_pair_ok, 0);
+                                               c_pair_ok, 0, c_tma ? &c_map : nullptr);
 }
 
 // Step 8 — FP8 e4m3 with per-tensor scales (lesson §9).
 __global__ void __launch_bounds__(kWgThreads, 1)
     gemm_8_fp8_kernel(const __grid_constant__ CUtensorMap a_map,
-                      const __grid_constant__ CUtensorMap b_map, bfloat16* __restrict__ C,
-                      std::int64_t M, std::int64_t N, std::int64_t K,
+                      const __grid_constant__ CUtensorMap b_map,
+                      const __grid_constant__ CUtensorMap c_map, bool c_tma,
+                      bfloat16* __restrict__ C, std::int64_t M, std::int64_t N, std::int64_t K,
                       const float* __restrict__ scale_a, const float* __restrict__ scale_b,
                       bool c_pair_ok, int debug_extra_tx_bytes) {
   wgmma_gemm_body<true>(&a_map, &b_map, C, M, N, K, scale_a, scale_b, c_pair_ok,
-                        debug_extra_tx_bytes);
+                        debug_extra_tx_bytes, c_tma ? &c_map : nullptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -599,6 +663,31 @@ CUtensorMap make_kmajor_map(const void* base, CUtensorMapDataType type, int elem
     throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " +
                              std::to_string(static_cast<int>(result)));
   return map;
+}
+
+// Steps 7-8's C for TMA stores (lesson §8.7, item 5): a bfloat16 [M, N] map with boxes of
+// kWgCBox x kWgCBox and the 128-byte swizzle, when TMA can write C (rows of a multiple of 16
+// bytes, C 16-byte aligned); otherwise the kernels store from registers (tma = false).
+struct COutput {
+  CUtensorMap map{};
+  bool tma = false;
+};
+COutput c_output(bfloat16* C, std::int64_t M, std::int64_t N) {
+  COutput c;
+  if (N % 8 != 0 || !course::is_aligned(C, 16)) return c;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)};
+  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(N) * 2};
+  const cuuint32_t box[2] = {kWgCBox, kWgCBox};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult result = tensor_map_encoder()(
+      &c.map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, C, dims, pitch, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS)
+    throw std::runtime_error("cuTensorMapEncodeTiled (C) failed with CUresult " +
+                             std::to_string(static_cast<int>(result)));
+  c.tma = true;
+  return c;
 }
 
 // The TMA rules of steps 7-8 (lab.h).
@@ -729,8 +818,9 @@ void gemm_7_wgmma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_
   const CUtensorMap b_map = make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, N, K, kWgBN);
   const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
   course::allow_dynamic_smem(gemm_7_wgmma_kernel, kWgSmemBytes);
+  const COutput c = c_output(C, M, N);
   gemm_7_wgmma_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(
-      a_map, b_map, C, M, N, K, c_pair_ok, debug_extra_tx_bytes);
+      a_map, b_map, c.map, c.tma, C, M, N, K, c_pair_ok, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -747,8 +837,9 @@ void gemm_7_silu_mul(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int
       make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, 2 * N, K, kWgBN / 2);
   const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
   course::allow_dynamic_smem(gemm_silu_mul_kernel, kWgSmemBytes);
+  const COutput c = c_output(C, M, N);
   gemm_silu_mul_kernel<<<wgmma_grid(M, N, kWgBN / 2), kWgThreads, kWgSmemBytes>>>(
-      a_map, b_map, C, M, N, K, c_pair_ok);
+      a_map, b_map, c.map, c.tma, C, M, N, K, c_pair_ok);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -764,8 +855,9 @@ void gemm_8_fp8(const fp8_e4m3* A, const fp8_e4m3* B, bfloat16* C, std::int64_t 
   const CUtensorMap b_map = make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, N, K, kWgBN);
   const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
   course::allow_dynamic_smem(gemm_8_fp8_kernel, kWgSmemBytes);
+  const COutput c = c_output(C, M, N);
   gemm_8_fp8_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(
-      a_map, b_map, C, M, N, K, scale_a, scale_b, c_pair_ok, debug_extra_tx_bytes);
+      a_map, b_map, c.map, c.tma, C, M, N, K, scale_a, scale_b, c_pair_ok, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
 }
 

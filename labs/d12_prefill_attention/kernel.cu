@@ -344,14 +344,9 @@ using course::fence_registers;
 using course::wgmma_commit;
 using course::wgmma_fence;
 using course::wgmma_wait;
-// Named barriers 1 and 2 (0 is __syncthreads'): bar.sync waits until `threads` threads have
-// arrived (itself included), bar.arrive counts this warp and does not wait.
-__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
+// Named barriers 1 and 2 (0 is __syncthreads'): course/mbarrier.cuh.
+using course::named_barrier_arrive;
+using course::named_barrier_sync;
 // d (64 x 128, float32: 64 registers per thread) = or += A (64 x 16, shared memory, K-major) times
 // B (16 x 128, shared memory, K-major), by the 128 threads of a warpgroup.
 template <class T>
