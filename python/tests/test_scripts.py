@@ -50,10 +50,11 @@ STUB_TORCH = {
         """,
 }
 
-SCRIPTS = ["bench_layer.py", "bench_attention.py", "bench_timing.py", "bench_jit.py",
-           "bench_triton.py", "plot_layer.py", "plot_trace.py", "plot_triton.py"]
-TORCH_SCRIPTS = ["bench_layer.py", "bench_attention.py", "bench_timing.py", "bench_triton.py"]
-LIBRARY_SCRIPTS = ["bench_layer.py", "bench_attention.py", "bench_triton.py"]
+SCRIPTS = ["bench_layer.py", "bench_gemm.py", "bench_attention.py", "bench_timing.py",
+           "bench_jit.py", "bench_triton.py", "plot_layer.py", "plot_trace.py", "plot_triton.py"]
+TORCH_SCRIPTS = ["bench_layer.py", "bench_gemm.py", "bench_attention.py", "bench_timing.py",
+                 "bench_triton.py"]
+LIBRARY_SCRIPTS = ["bench_layer.py", "bench_gemm.py", "bench_attention.py", "bench_triton.py"]
 PLOT_SCRIPTS = ["plot_layer.py", "plot_trace.py", "plot_triton.py"]
 
 
