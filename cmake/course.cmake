@@ -435,12 +435,26 @@ endfunction()
 #   pythonpath  a folder to put first on PYTHONPATH ("" for none): prepended to the PYTHONPATH
 #               ctest runs with, never replacing it, so that packages installed under a
 #               PYTHONPATH (the GPU machine's wheels, say) stay importable in the tests.
+#   FIRST regex the files (module names, e.g. test_jit_compile) that ctest -j must start at
+#               once, beside the day programs: the long ones. See below.
+#   LAST module a file of a second or less, run after the FIRST ones (required with FIRST).
+#
+# Why FIRST needs LAST: ctest -j orders the tests by their level of dependencies, deepest first,
+# and by COST only within a level (cmCTestMultiProcessHandler::CreateParallelTestCostList). The
+# day programs (dNN.<variant>.run) are fixtures that every case test requires, one level down,
+# so a test nothing depends on starts only once every day program has started, whatever its
+# COST: the long Python files, ending last, would set the suite's end. The LAST file DEPENDS on
+# the FIRST ones (ordering only: it runs whatever their outcome), which puts them on the day
+# programs' level, where their COST starts them first. The other files start once every day
+# program has, before the case tests (COST again).
 function(course_add_python_tests prefix folder labels timeout env pythonpath)
+  cmake_parse_arguments(PARSE_ARGV 6 arg "" "FIRST;LAST" "")
   file(GLOB sources CONFIGURE_DEPENDS ${folder}/test_*.py)
   set(modification "")
   if(pythonpath)
     set(modification "PYTHONPATH=path_list_prepend:${pythonpath}")
   endif()
+  set(first "")
   foreach(source ${sources})
     get_filename_component(module ${source} NAME_WE)
     add_test(NAME ${prefix}.${module}
@@ -450,9 +464,24 @@ function(course_add_python_tests prefix folder labels timeout env pythonpath)
     set_tests_properties(${prefix}.${module} PROPERTIES
       LABELS "${labels}" TIMEOUT ${timeout} SKIP_RETURN_CODE 77 ENVIRONMENT "${env}"
       ENVIRONMENT_MODIFICATION "${modification}"
-      # Started first under ctest -j: a file of these can take a minute (Day 14's Triton
-      # tests compile their kernels), longer than any day's program, so it must not start
-      # last. (ctest orders by COST until it has measured times of its own.)
+      # Before the tests of their dependency level under ctest -j (the case tests, the SASS
+      # checks, the day programs for the FIRST files): a file of these can take half a minute
+      # (compiles), longer than any of those. A COST set here is used as it is, measured times
+      # (Testing/Temporary/CTestCostData.txt) only for tests without one.
       COST 1000)
+    if(arg_FIRST AND module MATCHES "${arg_FIRST}")
+      list(APPEND first ${prefix}.${module})
+    endif()
   endforeach()
+  if(arg_FIRST)
+    if(NOT first)
+      message(FATAL_ERROR "course_add_python_tests: FIRST ${arg_FIRST} matches no file of "
+                          "${folder}")
+    endif()
+    if(NOT arg_LAST OR NOT TEST ${prefix}.${arg_LAST} OR arg_LAST MATCHES "${arg_FIRST}")
+      message(FATAL_ERROR "course_add_python_tests: LAST must name a file of ${folder} that "
+                          "FIRST does not match (got '${arg_LAST}')")
+    endif()
+    set_tests_properties(${prefix}.${arg_LAST} PROPERTIES DEPENDS "${first}")
+  endif()
 endfunction()

@@ -1,5 +1,6 @@
 """What the JIT's tests need, and why a test is skipped when it is missing (a skip is never a
-pass: tools/unittest_run.py reports the run as skipped)."""
+pass: tools/unittest_run.py reports the run as skipped); the cache folders they build in; the
+comparison the GPU tests make."""
 
 import os
 import shutil
@@ -66,6 +67,31 @@ def gpu_missing():
     if not torch.cuda.is_available():
         return "no CUDA GPU (torch.cuda.is_available() is False)"
     return missing_for_build(nvcc=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the GPU tests share (test_jit_gpu_rmsnorm.py, test_jit_gpu_decode.py).
+
+
+def torch_dtypes():
+    """The JIT's dtype names -> torch dtypes (None values without PyTorch)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return {"float32": None, "float16": None, "bfloat16": None}
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def assert_close(test, got, ref, dtype, what, tolerance=None):
+    """The course's comparison (cuda_course.reference.compare, course/compare.h's rules) of a
+    `dtype` output with its float64 reference, on the host (numpy: there with PyTorch): a bound
+    on the relative L2 error and one per element, |got - ref| <= elem * (|ref| + rms(ref))."""
+    from cuda_course import reference  # noqa: PLC0415
+
+    problem = reference.compare(got.double().flatten().cpu().numpy(),
+                                ref.double().flatten().cpu().numpy(), dtype, what, tolerance)
+    if problem:
+        test.fail(problem)
 
 
 class FreshCacheTest(unittest.TestCase):

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 from jit_support import FreshCacheTest, missing_for_build
 
@@ -44,8 +45,14 @@ class NvccBuilds(FreshCacheTest):
         super().setUpClass()
         cls.modules = {}
         cls.seconds = {}
-        for arch in sorted({a for _, a in BUILDS}):  # compiled side by side, per architecture
-            cls.cache.build_all([make() for make, a in BUILDS if a == arch], arch)
+        # Every module compiled side by side: one build_all per architecture (it takes one),
+        # the architectures at the same time.
+        archs = sorted({a for _, a in BUILDS})
+        with ThreadPoolExecutor(max_workers=len(archs)) as pool:
+            builds = [pool.submit(cls.cache.build_all, [make() for make, a in BUILDS if a == arch],
+                                  arch) for arch in archs]
+        for build in builds:
+            build.result()  # a CompileError, raised here
         for make, arch in BUILDS:
             spec = make()
             start = time.perf_counter()
