@@ -438,7 +438,7 @@ __device__ __forceinline__ void tma_load_b(unsigned char* dst, const CUtensorMap
 }
 
 // Given — the value of accumulator pair (4j + 2h, 4j + 2h + 1) for C: scaled, and for kSiluMul
-// silu(gate) * up, the up column 128 further on (16 registers: kWgOutCols / 8 blocks of 4).
+// silu(gate) * up, the up column 128 further on (64 registers: kWgOutCols / 8 blocks of 4).
 template <WgEpilogue kEpi>
 __device__ __forceinline__ float2 c_pair(const float (&acc)[kAccRegs], int j, int h, float scale) {
   float v0 = acc[4 * j + 2 * h] * scale, v1 = acc[4 * j + 2 * h + 1] * scale;

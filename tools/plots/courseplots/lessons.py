@@ -5,8 +5,8 @@ bench-dNN-solution.json the tables were copied from, row by row by benchmark nam
 row is an InputError, not a gap in a figure). Numbers that are not measurements (a model, a
 target, a peak computed from the clock) are drawn dashed or dotted and say where they come from.
 Each day reads its own folder of the current measurements, results/h100/dNN/ (SOURCES): the
-benchmark's JSON; Day 14's layer.json from python/bench_layer.py, and the layer's trace beside
-it.
+benchmark's JSON; Day 14's layer.json from python/bench_layer.py and triton.json from
+python/bench_triton.py.
 
     python3 tools/plots/course_plots.py lessons [--measurements DIR] [--out DIR]
 """
@@ -36,7 +36,6 @@ KEY_EDGE = "black"
 # Each day's benchmark file, relative to the measurements folder (results/h100).
 SOURCES: Dict[str, str] = {day: f"{day}/bench-{day}-solution.json" for day in DAYS + LATER_DAYS}
 SOURCES["d14"] = "d14/layer.json"  # not a benchmark file: drawn by day14()
-D14_TRACE = "d14/d14_layer_trace.json"  # the layer's stages, the next call
 D14_TRITON = "d14/triton.json"  # python/bench_triton.py: Days 2, 5, 6 beside Triton and PyTorch
 # A figure drawn from another file than its day's source (source_path): that file, which its
 # caption cites.
@@ -682,7 +681,7 @@ LESSON_FIGURES: Dict[str, List[str]] = {
     "d05": ["d05_softmax", "d05_compaction"],
     "d06": ["d06_rmsnorm_hidden", "d06_kernels"],
     "d10": ["d10_steps"],
-    "d14": ["d14_layer", "d14_trace_timeline", "d14_triton"],
+    "d14": ["d14_layer", "d14_triton"],
 }
 
 def draw_lessons(measurements: str, out: str) -> List[str]:
@@ -705,15 +704,11 @@ def draw_lessons(measurements: str, out: str) -> List[str]:
 
 
 def day14(measurements: str, out: str) -> List[str]:
-    """Day 14's two figures: the layer against PyTorch (python/bench_layer.py's JSON) and the
-    layer's stages as a timeline (its Chrome trace, written in the same session)."""
+    """Day 14's two figures: the layer against PyTorch (python/bench_layer.py's JSON) and Days 2,
+    5 and 6 beside Triton (python/bench_triton.py's)."""
     layer = F.load_json(os.path.join(measurements, *SOURCES["d14"].split("/")), "layer results")
-    trace = F.load_json(os.path.join(measurements, *D14_TRACE.split("/")), "a Chrome trace")
     paths = F.plot_layer_speedups(layer, out, "d14_layer",
                                   note=f"Measured: {source_path('d14')} (python/bench_layer.py)")
-    paths += F.plot_trace_timeline(
-        trace, out, "d14_trace_timeline", title="Day 14 layer, batch 4 x 512",
-        note=f"Measured: results/h100/{D14_TRACE}, {layer.get('device', '')}")
     triton = F.load_json(os.path.join(measurements, *D14_TRITON.split("/")), "Triton results")
     paths += F.plot_triton_bandwidth(
         triton, out, "d14_triton",
