@@ -1250,7 +1250,7 @@ void require_tma(const std::string& name, const void* A, const void* B, std::int
 }
 
 // Steps 7-8 are persistent: one block per SM (at most one per tile), each walking the tiles
-// blockIdx.x, blockIdx.x + gridDim.x, ... (lesson §8.5).
+// blockIdx.x, blockIdx.x + gridDim.x, ... (lesson §8.8).
 // tile_cols: the C columns of a tile (kWgBN, or kWgBN / 2 for the gated MLP's epilogue).
 int wgmma_grid(std::int64_t M, std::int64_t N, int tile_cols = kWgBN) {
   int device = 0, sms = 0;
