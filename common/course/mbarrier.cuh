@@ -119,8 +119,8 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 // The box of a 2-D tensor map whose corner is (inner, outer) = (column, row), from shared memory
 // to global (a TMA store; what lies outside the tensor is not written). Asynchronous: it joins
 // the thread's current bulk group, which bulk_commit_group() closes; bulk_wait_group_read<N>()
-// waits until at most N of the thread's groups still read shared memory (their source may be
-// overwritten), bulk_wait_group<N>() until at most N are incomplete.
+// waits until at most N of the thread's groups still read shared memory (their source may then
+// be overwritten).
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* smem_src,
                                              int inner, int outer) {
   asm volatile(
@@ -135,10 +135,6 @@ __device__ __forceinline__ void bulk_commit_group() {
 template <int N>
 __device__ __forceinline__ void bulk_wait_group_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait_group() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // The box of a 2-D tensor map whose corner is (inner, outer) = (column, row), to shared memory;

@@ -55,6 +55,7 @@
 #include "course/buffer.h"
 #include "course/device.h"
 #include "course/random.h"
+#include "course/reference/decoder_layer.h"  // silu_and_mul, for gemm_7_silu_mul
 #include "course/reference/gemm.h"
 #include "course/testing.h"
 #include "lab.h"
@@ -402,13 +403,8 @@ TEST_P(GemmWgmmaSiluMul, MatchesTheReference) {
   d10::check_mbarrier_timeouts();
   const auto& gate_up =
       reference_once("bfloat16 seeds 3, 4", A, B, both, ref::BLayout::kColMajor, bf16_to_double);
-  std::vector<double> want(static_cast<std::size_t>(s.M * s.N));
-  for (std::int64_t m = 0; m < s.M; ++m)
-    for (std::int64_t n = 0; n < s.N; ++n) {
-      const double g = gate_up[static_cast<std::size_t>(m * 2 * s.N + n)];
-      const double u = gate_up[static_cast<std::size_t>(m * 2 * s.N + s.N + n)];
-      want[static_cast<std::size_t>(m * s.N + n)] = g / (1.0 + std::exp(-g)) * u;
-    }
+  const std::vector<double> want =
+      ref::silu_and_mul(gate_up, static_cast<std::size_t>(s.M), static_cast<std::size_t>(s.N));
   course::CompareOptions options;
   options.tolerance = bf16_tolerance(s.K);
   options.cols = s.N;

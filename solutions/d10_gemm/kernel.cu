@@ -1192,25 +1192,32 @@ std::int64_t tiles(std::int64_t n, int tile) { return (n + tile - 1) / tile; }
 
 using course::tensor_map_encoder;  // cuTensorMapEncodeTiled, through the runtime
 
-// Steps 7-8 — the tensor map of a K-major operand [rows, K] (lesson §8.2): 2-D, innermost
-// dimension first (K, rows), the row pitch in bytes, boxes of one 128-byte swizzle row of K by
-// box_rows rows, 128-byte swizzling, zeros for the parts of a box outside the matrix.
-CUtensorMap make_kmajor_map(const void* base, CUtensorMapDataType type, int element_bytes,
-                            std::int64_t rows, std::int64_t K, int box_rows) {
-  const WgmmaStage stage = wgmma_stage_of(element_bytes);
+// Steps 7-8 — a 2-D tensor map of a row-major matrix [rows, cols] (lesson §8.2): innermost
+// dimension first (cols, rows), the row pitch in bytes, boxes of box_cols x box_rows, 128-byte
+// swizzling, zeros for the parts of a box outside the matrix when loading (a store skips them).
+CUtensorMap make_map_2d(const void* base, CUtensorMapDataType type, int element_bytes,
+                        std::int64_t rows, std::int64_t cols, int box_rows, int box_cols,
+                        CUtensorMapL2promotion promotion) {
   CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(K) * element_bytes};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(stage.k), static_cast<cuuint32_t>(box_rows)};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(cols) * element_bytes};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult result = tensor_map_encoder()(
-      &map, type, 2, const_cast<void*>(base), dims, pitch, box, element_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult result = tensor_map_encoder()(&map, type, 2, const_cast<void*>(base), dims, pitch,
+                                               box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                               CU_TENSOR_MAP_SWIZZLE_128B, promotion,
+                                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS)
     throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " +
                              std::to_string(static_cast<int>(result)));
   return map;
+}
+
+// A K-major operand [rows, K]: boxes of one 128-byte swizzle row of K by box_rows rows.
+CUtensorMap make_kmajor_map(const void* base, CUtensorMapDataType type, int element_bytes,
+                            std::int64_t rows, std::int64_t K, int box_rows) {
+  return make_map_2d(base, type, element_bytes, rows, K, box_rows, wgmma_stage_of(element_bytes).k,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
 // Steps 7-8's C for TMA stores (lesson §8.7, item 5): a bfloat16 [M, N] map with boxes of
@@ -1223,17 +1230,8 @@ struct COutput {
 COutput c_output(bfloat16* C, std::int64_t M, std::int64_t N) {
   COutput c;
   if (N % 8 != 0 || !course::is_aligned(C, 16)) return c;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)};
-  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(N) * 2};
-  const cuuint32_t box[2] = {kWgCBox, kWgCBox};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult result = tensor_map_encoder()(
-      &c.map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, C, dims, pitch, box, element_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (result != CUDA_SUCCESS)
-    throw std::runtime_error("cuTensorMapEncodeTiled (C) failed with CUresult " +
-                             std::to_string(static_cast<int>(result)));
+  c.map = make_map_2d(C, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, M, N, kWgCBox, kWgCBox,
+                      CU_TENSOR_MAP_L2_PROMOTION_NONE);
   c.tma = true;
   return c;
 }
