@@ -29,8 +29,8 @@
 //   - steps 7-8's pipeline: a stage released while its wgmma may still read it (wrong results in
 //     GemmWgmma, GemmFp8), a wrong transaction count that would hang (GemmWgmmaTimeout).
 //   - steps 7-8's persistent tile loop: a stage count restarted per tile, a tile's last stage
-//     never released, tiles skipped or done twice: M513_N16400_K8 (325 tiles) in GemmWgmma,
-//     M513_N8200_K8 in GemmWgmmaSiluMul.
+//     never released, tiles skipped or done twice: M1025_N16400_K8 (585 tiles) in GemmWgmma,
+//     M1025_N8200_K8 in GemmWgmmaSiluMul.
 //   - the gated MLP's epilogue (given; it fails where step 7 does): GemmWgmmaSiluMul.
 //   - a missing barrier on the shared tiles (steps 2-6): racecheck, and wrong results in the
 //     shapes of many K-tiles; a read past the end of A or B that feeds no output: memcheck.
@@ -363,13 +363,14 @@ const char* kWgmmaTodo = "gemm_7_wgmma: TODO(d10.7)";
 // (zeros from TMA); K = 520 and 640 go round the 4-stage ring more than twice (both parities of
 // every barrier); N = 1, 129 and 257 are odd (C written element by element); 1153 x 264 is two
 // groups of tile rows, the second of 2.
-// 513 x 16400 is 5 x 65 = 325 tiles: more than an H100 has SMs, so the persistent blocks take
-// two or three tiles each, and the ring of stages runs on from one tile into the next (K = 8:
-// one stage a tile, so a block's second tile uses the ring's next stage, and its reference costs
-// the CPU 67 M multiply-adds, not 600 M).
+// 1025 x 16400 is 9 x 65 = 585 tiles: more than four times the SMs of an H100 (132), so the
+// persistent blocks take four or five tiles each and the ring of stages runs on from one tile into
+// the next. K = 8 is one stage a tile: a block's fifth tile reuses the stage of its first, which
+// only the release after that tile's last wgmma frees (a release left out hangs the producer,
+// and the bounded wait reports it). Its reference costs the CPU 134 M multiply-adds.
 const Shape kWgmmaShapes[] = {{1, 1, 8},       {127, 257, 72}, {1, 300, 128},   {16, 520, 264},
                               {128, 8, 64},    {136, 264, 72}, {300, 520, 200}, {257, 129, 520},
-                              {129, 512, 640}, {64, 256, 576}, {1153, 264, 72}, {513, 16400, 8}};
+                              {129, 512, 640}, {64, 256, 576}, {1153, 264, 72}, {1025, 16400, 8}};
 class GemmWgmma : public HopperTest, public ::testing::WithParamInterface<Shape> {};
 TEST_P(GemmWgmma, MatchesTheReference) {
   expect_bf16_gemm_matches(wgmma_variant(), GetParam(), ref::BLayout::kColMajor, kWgmmaTodo);
@@ -385,9 +386,9 @@ TEST_F(GemmWgmmaRounding, RoundsTheOutputToNearestEven) {
 // silu(gate) * up per element; the kernel computes both from float32 sums and rounds once, so
 // the bfloat16 tolerance holds. N = 129 is odd (element stores), N = 200 is not a multiple of a
 // tile's 128 columns (the last tile's gate box reaches into the up rows, whose columns are
-// dropped), 513 x 8200 is 5 x 65 tiles (every block takes several).
+// dropped), 1025 x 8200 is 9 x 65 tiles (a block's fifth tile reuses its first one's stage).
 const Shape kSiluMulShapes[] = {
-    {1, 1, 8}, {127, 200, 72}, {300, 129, 200}, {257, 384, 520}, {513, 8200, 8}};
+    {1, 1, 8}, {127, 200, 72}, {300, 129, 200}, {257, 384, 520}, {1025, 8200, 8}};
 class GemmWgmmaSiluMul : public HopperTest, public ::testing::WithParamInterface<Shape> {};
 TEST_P(GemmWgmmaSiluMul, MatchesTheReference) {
   const Shape s = GetParam();
