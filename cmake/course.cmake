@@ -30,7 +30,8 @@
 # (tools/course/runner.py), which restarts the process after a crash or a hang without the test
 # that caused it, and records each case's result; each case's ctest test then reports that
 # result (a fixture: ctest runs dNN.<variant>.run first, by itself if need be). SERIAL_SUITES get
-# their own run, dNN.<variant>.run_serial, with the GPU to itself.
+# their own run, dNN.<variant>.run_serial: one such run at a time beside the rest of the suite
+# (the largest allocations), or with the GPU to itself where one of them is a TIMING_SUITE.
 # The cases are listed from the test program when ctest starts (`course _discover`,
 # tools/course/testrun.py); a
 # program that was not built (its kernel.cu does not compile or link) becomes one failing test
@@ -80,8 +81,8 @@ endfunction()
 
 # Reads labs/<name>/lab.json into LAB_TITLE, LAB_TIMEOUT, LAB_SANITIZERS, LAB_EXERCISES (the
 # graded suites, in order), LAB_POINTS_JSON ({"suite": points, ...}), LAB_GRADE_BENCHMARKS (one
-# Google Benchmark filter for every exercise's rows), LAB_HOST_SUITES and LAB_SERIAL_SUITES, in
-# the caller's scope. The course tool checks the rest (tools/course/labspec.py; ctest tools.labs).
+# Google Benchmark filter for every exercise's rows), LAB_HOST_SUITES, LAB_SERIAL_SUITES and
+# LAB_TIMING_SUITES, in the caller's scope. The course tool checks the rest (tools/course/labspec.py; ctest tools.labs).
 macro(course_read_lab_spec name spec_file)
   if(NOT EXISTS ${spec_file})
     message(FATAL_ERROR "course_add_lab(${name}): ${spec_file} is missing (docs/adding-a-lab.md)")
@@ -99,6 +100,7 @@ macro(course_read_lab_spec name spec_file)
   course_spec_list(LAB_SANITIZERS "${lab_spec}" sanitizers)
   course_spec_list(LAB_HOST_SUITES "${lab_spec}" host_suites)
   course_spec_list(LAB_SERIAL_SUITES "${lab_spec}" serial_suites)
+  course_spec_list(LAB_TIMING_SUITES "${lab_spec}" timing_suites)
   set(LAB_EXERCISES "")
   set(LAB_POINTS_JSON "")
   set(lab_rows "")
@@ -251,13 +253,14 @@ function(course_add_lab name)
   course_json_array(exercises_json ${LAB_EXERCISES})
   course_json_array(host_json ${LAB_HOST_SUITES})
   course_json_array(serial_json ${LAB_SERIAL_SUITES})
+  course_json_array(timing_json ${LAB_TIMING_SUITES})
   course_json_array(sanitizers_json ${LAB_SANITIZERS})
   course_json_array(hidden_json ${hidden})
   course_json_string(grade_bench_json "${LAB_GRADE_BENCHMARKS}")
   course_json_string(spec_json "${lab_dir}/lab.json")
   set_property(GLOBAL APPEND PROPERTY COURSE_LABS ${day})
   set_property(GLOBAL PROPERTY COURSE_LAB_${day}_JSON
-    "\"day\": \"${day}\", \"name\": \"${name}\", \"title\": ${title_json}, \"spec\": ${spec_json}, \"exercises\": ${exercises_json}, \"points\": ${LAB_POINTS_JSON}, \"host_suites\": ${host_json}, \"serial_suites\": ${serial_json}, \"sanitizers\": ${sanitizers_json}, \"grade_benchmarks\": ${grade_bench_json}, \"hidden_tests\": ${hidden_json}, \"timeout\": ${LAB_TIMEOUT}, \"lab\": ${lab_json}, \"solution\": ${solution_json}")
+    "\"day\": \"${day}\", \"name\": \"${name}\", \"title\": ${title_json}, \"spec\": ${spec_json}, \"exercises\": ${exercises_json}, \"points\": ${LAB_POINTS_JSON}, \"host_suites\": ${host_json}, \"serial_suites\": ${serial_json}, \"timing_suites\": ${timing_json}, \"sanitizers\": ${sanitizers_json}, \"grade_benchmarks\": ${grade_bench_json}, \"hidden_tests\": ${hidden_json}, \"timeout\": ${LAB_TIMEOUT}, \"lab\": ${lab_json}, \"solution\": ${solution_json}")
 endfunction()
 
 # The ctest tests of one test program: a script that ctest includes when it starts lists the

@@ -242,6 +242,38 @@ class CtestFilesTest(unittest.TestCase):
         self.assertIn(f"(default: {grade.SANITIZE_SECONDS})", " ".join(help_text.split()))
 
 
+class SerialRunTest(unittest.TestCase):
+    """A day's serial cases (lab.json's serial_suites, the largest allocations) run one such run
+    at a time beside the rest of the suite; a run that holds a timing suite has the GPU alone."""
+
+    def serial_props(self, timing):
+        from course import testrun  # noqa: PLC0415
+        with tempfile.TemporaryDirectory() as t:
+            tests = os.path.join(t, "d01_lab_tests")
+            with open(tests, "w") as f:  # a program that lists a normal and a serial case
+                f.write("#!/bin/sh\necho 'Add.'\necho '  a'\necho 'Timing.'\necho '  b'\n")
+            os.chmod(tests, 0o755)
+            progs = manifest.Programs("k.cu", tests, "b", os.path.join(t, "missing.o"))
+            lab_ = manifest.Lab("d01", "d01_first_kernels", "T", ["Add", "Timing"], [],
+                                ["Timing"], 60.0, progs, progs, [], timing_suites=timing)
+            m = manifest.Manifest(os.path.join(t, "course_manifest.json"), ROOT, t, sys.executable,
+                                  "cuobjdump", "90a", t, 1200.0, [lab_])
+            text = testrun.discover(m, lab_, "lab", "course")
+        lines = {name: l for l in text.splitlines() if l.startswith("set_tests_properties(")
+                 for name in ("run]", "run_serial]") if f"d01.lab.{name}" in l.split()[0]}
+        return lines["run]"], lines["run_serial]"]
+
+    def test_a_large_input_run_takes_the_memory_lock_not_the_whole_gpu(self):
+        main, serial = self.serial_props(timing=[])
+        self.assertIn("RESOURCE_LOCK course_gpu_memory", serial)
+        self.assertNotIn("RUN_SERIAL", serial)
+        self.assertNotIn("RESOURCE_LOCK", main)
+
+    def test_a_run_with_a_timing_suite_has_the_gpu_alone(self):
+        _, serial = self.serial_props(timing=["Timing"])
+        self.assertIn("RUN_SERIAL TRUE", serial)
+
+
 class PointsTest(unittest.TestCase):
     def test_speed_earns_points_between_half_and_nine_tenths_of_the_solutions(self):
         self.assertEqual(grade.speed_fraction(1.2), 1.0)

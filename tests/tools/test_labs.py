@@ -109,6 +109,7 @@ class LabSpecTest(unittest.TestCase):
                 self.assertEqual(entry["grade_benchmarks"], spec.grade_benchmarks)
                 self.assertEqual(entry["host_suites"], spec.host_suites)
                 self.assertEqual(entry["serial_suites"], spec.serial_suites)
+                self.assertEqual(entry.get("timing_suites", []), spec.timing_suites)
                 self.assertEqual(entry["sanitizers"], spec.sanitizers)
                 self.assertEqual(entry["title"], spec.title)
 

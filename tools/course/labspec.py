@@ -14,7 +14,9 @@
         ...
       ],
       "host_suites": ["KvTileRange", ...],            # suites that run without a GPU (optional)
-      "serial_suites": [...],                         # suites that need the GPU alone (optional)
+      "serial_suites": [...],                         # suites run one at a time, apart (optional)
+      "timing_suites": [...],                         # of those, the ones that time the GPU:
+                                                      # their run has the GPU alone (optional)
       "notes": {"serial_suites": "why", ...}          # (optional)
     }
 
@@ -69,6 +71,7 @@ class LabSpec:
     sanitizers: List[str] = field(default_factory=list)
     host_suites: List[str] = field(default_factory=list)
     serial_suites: List[str] = field(default_factory=list)
+    timing_suites: List[str] = field(default_factory=list)
     notes: Dict[str, str] = field(default_factory=dict)
 
     @property
@@ -108,7 +111,7 @@ def parse(doc, path: str, day: str) -> LabSpec:
     """A LabSpec from lab.json's parsed JSON; SpecError says what is wrong and where."""
     _need(isinstance(doc, dict), path, "must be a JSON object")
     known = {"title", "timeout", "sanitizers", "exercises", "host_suites", "serial_suites",
-             "notes"}
+             "timing_suites", "notes"}
     unknown = sorted(set(doc) - known)
     _need(not unknown, path, f"unknown keys {unknown} (known: {sorted(known)})")
     title = doc.get("title")
@@ -163,12 +166,17 @@ def parse(doc, path: str, day: str) -> LabSpec:
     notes = doc.get("notes", {})
     _need(isinstance(notes, dict) and all(isinstance(v, str) for v in notes.values()), path,
           '"notes" must map names to strings')
+    serial = _strings(doc.get("serial_suites", []), f"{path}: serial_suites", IDENT)
+    timing = _strings(doc.get("timing_suites", []), f"{path}: timing_suites", IDENT)
+    for t in timing:
+        _need(t in serial, f"{path}: timing_suites",
+              f"{t} is not in serial_suites (a timing suite is a serial suite whose run has the "
+              "GPU to itself)")
     return LabSpec(path=path, day=day, title=title, exercises=exercises,
                    timeout=float(timeout) if timeout is not None else None,
                    sanitizers=sanitizers,
                    host_suites=_strings(doc.get("host_suites", []), f"{path}: host_suites", IDENT),
-                   serial_suites=_strings(doc.get("serial_suites", []), f"{path}: serial_suites",
-                                          IDENT),
+                   serial_suites=serial, timing_suites=timing,
                    notes=dict(notes))
 
 

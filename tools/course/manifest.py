@@ -60,6 +60,9 @@ class Lab:
     sanitizers: List[str] = field(default_factory=list)  # compute-sanitizer tools graded
     grade_benchmarks: str = ""  # the benchmark rows a grader times ("" = all)
     hidden_tests: List[str] = field(default_factory=list)
+    # Serial suites whose results are times: their run has the GPU to itself (ctest RUN_SERIAL);
+    # the other serial suites run one at a time beside the rest (lab.json's timing_suites).
+    timing_suites: List[str] = field(default_factory=list)
     points: Dict[str, float] = field(default_factory=dict)  # suite -> points (lab.json)
     spec: str = ""  # labs/<lab>/lab.json
 
@@ -75,6 +78,9 @@ class Lab:
 
     def is_serial(self, test_name: str) -> bool:
         return R.suite_in(R.suite_of(test_name), self.serial_suites)
+
+    def is_timing(self, test_name: str) -> bool:
+        return R.suite_in(R.suite_of(test_name), self.timing_suites)
 
     def exercise_of(self, test_name: str) -> str:
         return R.exercise_of(R.suite_of(test_name), self.exercises)
@@ -127,7 +133,8 @@ def parse(doc: dict, path: str = MANIFEST) -> Manifest:
             labs.append(Lab(
                 day=d["day"], name=d["name"], title=d["title"], exercises=list(d["exercises"]),
                 host_suites=list(d.get("host_suites", [])),
-                serial_suites=list(d.get("serial_suites", [])), timeout=float(d["timeout"]),
+                serial_suites=list(d.get("serial_suites", [])),
+                timing_suites=list(d.get("timing_suites", [])), timeout=float(d["timeout"]),
                 lab=_programs(d["lab"]), solution=_programs(d["solution"]),
                 sass_checks=[SassCheck(**c) for c in d.get("sass_checks", [])],
                 sanitizers=list(d.get("sanitizers", [])),
@@ -178,6 +185,7 @@ def to_json(m: Manifest) -> dict:
         "labs": [{
             "day": lab.day, "name": lab.name, "title": lab.title, "exercises": lab.exercises,
             "host_suites": lab.host_suites, "serial_suites": lab.serial_suites,
+            "timing_suites": lab.timing_suites,
             "timeout": lab.timeout, "lab": programs(lab.lab),
             "solution": programs(lab.solution),
             "sass_checks": [vars(c) for c in lab.sass_checks],

@@ -19,6 +19,9 @@ from . import runner
 from .manifest import Lab, Manifest
 
 GROUPS = ("main", "serial")
+# The ctest resource the serial runs without a timing suite take, one at a time: 2^31-element
+# tests hold 9 GB or more of GPU memory each.
+SERIAL_LOCK = "course_gpu_memory"
 NOT_BUILT = "_not_built"  # the case file every exercise's placeholder test reports
 
 
@@ -378,14 +381,17 @@ def discover(m: Manifest, lab: Lab, variant: str, tool: str) -> str:
                    "--variant", variant, "--group", group]
         lines.append(f"add_test({_cmake_quote(fixture)} "
                      + " ".join(_cmake_quote(c) for c in command) + ")")
-        # "serial": the cases that need the GPU (and its memory) to themselves: ctest runs
-        # them alone (RUN_SERIAL), and the grader alone on the GPU (grade.py, GpuLock).
+        # "serial": the cases with the largest allocations (lab.json's serial_suites): ctest runs
+        # one such run at a time (RESOURCE_LOCK) beside the rest of the suite, or alone
+        # (RUN_SERIAL) where one of them times the GPU (timing_suites); the grader runs them all
+        # alone on the GPU (grade.py, GpuLock).
         serial = ";serial" if group == "serial" else ""
         props = [f"FIXTURES_SETUP {_cmake_quote(fixture)}",
                  f"LABELS \"{lab.day};{variant};runner{serial}\"",
                  f"TIMEOUT {int(m.test_budget + 120)}"]
         if group == "serial":
-            props.append("RUN_SERIAL TRUE")
+            timed = any(lab.is_timing(t) for t in members)
+            props.append("RUN_SERIAL TRUE" if timed else f"RESOURCE_LOCK {SERIAL_LOCK}")
         lines.append(f"set_tests_properties({_cmake_quote(fixture)} PROPERTIES "
                      + " ".join(props) + ")")
         for t in members:
