@@ -82,7 +82,8 @@ endfunction()
 # Reads labs/<name>/lab.json into LAB_TITLE, LAB_TIMEOUT, LAB_SANITIZERS, LAB_EXERCISES (the
 # graded suites, in order), LAB_POINTS_JSON ({"suite": points, ...}), LAB_GRADE_BENCHMARKS (one
 # Google Benchmark filter for every exercise's rows), LAB_HOST_SUITES, LAB_SERIAL_SUITES and
-# LAB_TIMING_SUITES, in the caller's scope. The course tool checks the rest (tools/course/labspec.py; ctest tools.labs).
+# LAB_TIMING_SUITES, in the caller's scope. The course tool checks the rest
+# (tools/course/labspec.py; ctest tools.labs).
 macro(course_read_lab_spec name spec_file)
   if(NOT EXISTS ${spec_file})
     message(FATAL_ERROR "course_add_lab(${name}): ${spec_file} is missing (docs/adding-a-lab.md)")

@@ -62,6 +62,7 @@ class LabSpecTest(unittest.TestCase):
             (broken(["timeout"], -1), "positive number"),
             (broken(["host_suites"], ["first"]), "CamelCase"),
             (broken(["extra"], 1), "unknown keys"),
+            (broken(["timing_suites"], ["First"]), "First is not in serial_suites"),
         ]
         for doc, words in cases:
             with self.subTest(words=words):
