@@ -8,8 +8,8 @@ inputs: the course's (cuda_course.gemm: Day 10's step 7 on compute capability 9.
 
 Each row: the median of --iters timed calls after --warmup calls, the two timed in rounds
 (bench_timing.gpu_time_rounds), each call behind an L2 flush, as bench_layer.py times the layer.
-The inputs are drawn as bench_layer.py draws its activations and weights (uniform, a Linear's
-scale), and `diff` is the relative L2 difference of the two outputs: both round a float32 sum to
+B is the layer's weight (bench_layer.make_weights: uniform at a Linear's scale), A drawn as
+bench_layer.py draws its activations (uniform in [-1, 1)), and `diff` is the relative L2 difference of the two outputs: both round a float32 sum to
 bfloat16, so it is 0 where the two add the same products in the same order (on the H100 it was 0
 at every shape of the table) and of the order of 1e-3 where they do not.
 """
@@ -29,16 +29,11 @@ except ImportError:
     torch = None
 
 import cuda_course  # noqa: E402
+from bench_layer import make_weights  # noqa: E402  (the layer's shapes and weights)
 from bench_timing import gpu_time_rounds  # noqa: E402
 
-HIDDEN, HEADS, KV_HEADS, DIM, INTER = 4096, 32, 8, 128, 14336
-# name: (N, K) of C [tokens, N] = A [tokens, K] B^T, B [N, K]
-GEMMS = {
-    "qkv": ((HEADS + 2 * KV_HEADS) * DIM, HIDDEN),
-    "o": (HIDDEN, HEADS * DIM),
-    "gate_up": (2 * INTER, HIDDEN),
-    "down": (HIDDEN, INTER),
-}
+# The GEMMs of the layer: name -> its weight in make_weights(), B [N, K] of C = A B^T.
+GEMMS = {"qkv": "w_qkv", "o": "w_o", "gate_up": "w_gate_up", "down": "w_down"}
 
 
 def main():
@@ -51,14 +46,15 @@ def main():
     needs.torch_with_gpu("bench_gemm.py")
     needs.course_library("bench_gemm.py")
     dev = torch.device("cuda")
+    weights = make_weights(dev)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     rows = []
     for tokens in (int(t) for t in args.tokens.split(",")):
-        for name, (n, k) in GEMMS.items():
-            g = torch.Generator(device=dev).manual_seed(0)
+        for name, key in GEMMS.items():
+            b = weights[key]
+            n, k = b.shape
+            g = torch.Generator(device=dev).manual_seed(1)
             a = (torch.rand(tokens, k, device=dev, generator=g) * 2 - 1).to(torch.bfloat16)
-            scale = (3.0 / k) ** 0.5
-            b = ((torch.rand(n, k, device=dev, generator=g) * 2 - 1) * scale).to(torch.bfloat16)
             c_course = torch.empty(tokens, n, device=dev, dtype=torch.bfloat16)
             c_cublas = torch.empty_like(c_course)
             fns = {"course": lambda: cuda_course.gemm(a, b, out=c_course),

@@ -672,15 +672,18 @@ CUtensorMap make_kmajor_map(const void* base, CUtensorMapDataType type, int elem
                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
-// Steps 7-8's C for TMA stores (lesson §8.7, item 5): a bfloat16 [M, N] map with boxes of
-// kWgCBox x kWgCBox and the 128-byte swizzle, when TMA can write C (rows of a multiple of 16
-// bytes, C 16-byte aligned); otherwise the kernels store from registers (tma = false).
+// How steps 7-8 write C (lesson §8.7, item 5): through TMA stores with a bfloat16 [M, N] map of
+// kWgCBox x kWgCBox boxes and the 128-byte swizzle, when TMA can write C (rows of a multiple of
+// 16 bytes, C 16-byte aligned); otherwise from the registers (tma = false), as bfloat16 pairs
+// when N is even and C 4-byte aligned (pair_ok), else one element at a time.
 struct COutput {
   CUtensorMap map{};
   bool tma = false;
+  bool pair_ok = false;
 };
 COutput c_output(bfloat16* C, std::int64_t M, std::int64_t N) {
   COutput c;
+  c.pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
   if (N % 8 != 0 || !course::is_aligned(C, 16)) return c;
   c.map = make_map_2d(C, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, M, N, kWgCBox, kWgCBox,
                       CU_TENSOR_MAP_L2_PROMOTION_NONE);
@@ -703,11 +706,8 @@ void require_tma(const std::string& name, const void* A, const void* B, std::int
 // blockIdx.x, blockIdx.x + gridDim.x, ... (lesson §8.8).
 // tile_cols: the C columns of a tile (kWgBN, or kWgBN / 2 for the gated MLP's epilogue).
 int wgmma_grid(std::int64_t M, std::int64_t N, int tile_cols = kWgBN) {
-  int device = 0, sms = 0;
-  COURSE_CUDA_CHECK(cudaGetDevice(&device));
-  COURSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return static_cast<int>(
-      std::min(tiles(M, kWgBM) * tiles(N, tile_cols), std::int64_t{std::max(sms, 1)}));
+  return static_cast<int>(std::min(tiles(M, kWgBM) * tiles(N, tile_cols),
+                                   std::int64_t{std::max(course::device_facts().sm_count, 1)}));
 }
 
 }  // namespace
@@ -814,11 +814,10 @@ void gemm_7_wgmma(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int64_
   require_tma(name, A, B, K, 2);
   const CUtensorMap a_map = make_kmajor_map(A, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, M, K, kWgBM);
   const CUtensorMap b_map = make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, N, K, kWgBN);
-  const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
   course::allow_dynamic_smem(gemm_7_wgmma_kernel, kWgSmemBytes);
   const COutput c = c_output(C, M, N);
   gemm_7_wgmma_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(
-      a_map, b_map, c.map, c.tma, C, M, N, K, c_pair_ok, debug_extra_tx_bytes);
+      a_map, b_map, c.map, c.tma, C, M, N, K, c.pair_ok, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -833,11 +832,10 @@ void gemm_7_silu_mul(const bfloat16* A, const bfloat16* B, bfloat16* C, std::int
   const CUtensorMap a_map = make_kmajor_map(A, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, M, K, kWgBM);
   const CUtensorMap b_map =
       make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, 2 * N, K, kWgBN / 2);
-  const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
   course::allow_dynamic_smem(gemm_silu_mul_kernel, kWgSmemBytes);
   const COutput c = c_output(C, M, N);
   gemm_silu_mul_kernel<<<wgmma_grid(M, N, kWgBN / 2), kWgThreads, kWgSmemBytes>>>(
-      a_map, b_map, c.map, c.tma, C, M, N, K, c_pair_ok);
+      a_map, b_map, c.map, c.tma, C, M, N, K, c.pair_ok);
   COURSE_LAUNCH_CHECK();
 }
 
@@ -851,11 +849,10 @@ void gemm_8_fp8(const fp8_e4m3* A, const fp8_e4m3* B, bfloat16* C, std::int64_t 
   require_tma(name, A, B, K, 1);
   const CUtensorMap a_map = make_kmajor_map(A, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, M, K, kWgBM);
   const CUtensorMap b_map = make_kmajor_map(B, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, N, K, kWgBN);
-  const bool c_pair_ok = N % 2 == 0 && course::is_aligned(C, 4);
   course::allow_dynamic_smem(gemm_8_fp8_kernel, kWgSmemBytes);
   const COutput c = c_output(C, M, N);
   gemm_8_fp8_kernel<<<wgmma_grid(M, N), kWgThreads, kWgSmemBytes>>>(
-      a_map, b_map, c.map, c.tma, C, M, N, K, scale_a, scale_b, c_pair_ok, debug_extra_tx_bytes);
+      a_map, b_map, c.map, c.tma, C, M, N, K, scale_a, scale_b, c.pair_ok, debug_extra_tx_bytes);
   COURSE_LAUNCH_CHECK();
 }
 
